@@ -1,0 +1,320 @@
+/**
+ * The fixed error catalogue (DESIGN.md §4). Every rejection is one of these tagged errors and
+ * carries the SPEC rule id that fired (`rule`) and, where one exists, the offending `seq`
+ * (for a seed or a loaded log: the index). Errors carry data; `message` renders it for people.
+ */
+import * as Schema from "effect/Schema"
+
+const Rule = Schema.String
+const OptSeq = Schema.optional(Schema.Number)
+const OptDetail = Schema.optional(Schema.String)
+
+const at = (seq: number | undefined): string => (seq === undefined ? "" : ` at seq ${seq}`)
+const tail = (detail: string | undefined): string => (detail === undefined ? "" : `: ${detail}`)
+
+/** A value is not lossless JSON (A1–A9, B8). */
+export class NotLosslessJson extends Schema.TaggedError<NotLosslessJson>()("NotLosslessJson", {
+  rule: Rule,
+  seq: OptSeq,
+  path: Schema.String,
+  detail: OptDetail
+}) {
+  override get message(): string {
+    return `[${this.rule}] value is not lossless JSON${at(this.seq)}, path "${this.path}"${tail(this.detail)}`
+  }
+}
+
+/** The event envelope is malformed (B1–B6, B10). */
+export class InvalidEnvelope extends Schema.TaggedError<InvalidEnvelope>()("InvalidEnvelope", {
+  rule: Rule,
+  seq: OptSeq,
+  field: Schema.String,
+  detail: OptDetail
+}) {
+  override get message(): string {
+    return `[${this.rule}] invalid event envelope${at(this.seq)}, field "${this.field}"${tail(this.detail)}`
+  }
+}
+
+/** A seq is not where contiguity requires it (C1–C3, L10). */
+export class SeqNotContiguous extends Schema.TaggedError<SeqNotContiguous>()("SeqNotContiguous", {
+  rule: Rule,
+  seq: OptSeq,
+  expected: Schema.Number,
+  actual: Schema.Unknown,
+  detail: OptDetail
+}) {
+  override get message(): string {
+    return `[${this.rule}] seq not contiguous${at(this.seq)}: expected ${this.expected}, got ${
+      String(this.actual)
+    }${tail(this.detail)}`
+  }
+}
+
+/** A surface marker is missing, forbidden or malformed (D1–D6). */
+export class SurfaceMarkerInvalid extends Schema.TaggedError<SurfaceMarkerInvalid>()("SurfaceMarkerInvalid", {
+  rule: Rule,
+  seq: OptSeq,
+  eventType: Schema.String,
+  detail: OptDetail
+}) {
+  override get message(): string {
+    return `[${this.rule}] ${this.eventType}${at(this.seq)}${tail(this.detail)}`
+  }
+}
+
+/** `sourceEventSeqs` is malformed (E1–E6). */
+export class ProvenanceInvalid extends Schema.TaggedError<ProvenanceInvalid>()("ProvenanceInvalid", {
+  rule: Rule,
+  seq: OptSeq,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `[${this.rule}] invalid sourceEventSeqs${at(this.seq)}: ${this.detail}`
+  }
+}
+
+/** A replace range does not name a valid span of the current surface (F1–F4). */
+export class ReplaceRangeInvalid extends Schema.TaggedError<ReplaceRangeInvalid>()("ReplaceRangeInvalid", {
+  rule: Rule,
+  seq: OptSeq,
+  start: Schema.Number,
+  end: Schema.Number,
+  missing: Schema.optional(Schema.Array(Schema.Number)),
+  detail: OptDetail
+}) {
+  override get message(): string {
+    return `[${this.rule}] invalid replace range [${this.start}, ${this.end}]${at(this.seq)}${tail(this.detail)}`
+  }
+}
+
+/** A `tool/result` replacement changes more than the result content (G1–G3). */
+export class ToolResultRewriteInvalid extends Schema.TaggedError<ToolResultRewriteInvalid>()(
+  "ToolResultRewriteInvalid",
+  { rule: Rule, seq: OptSeq, detail: Schema.String }
+) {
+  override get message(): string {
+    return `[${this.rule}] invalid tool/result rewrite${at(this.seq)}: ${this.detail}`
+  }
+}
+
+/** A message-producing event has the wrong shape (H1–H9, H11). */
+export class MessageShapeInvalid extends Schema.TaggedError<MessageShapeInvalid>()("MessageShapeInvalid", {
+  rule: Rule,
+  seq: OptSeq,
+  eventType: Schema.String,
+  detail: OptDetail
+}) {
+  override get message(): string {
+    return `[${this.rule}] ${this.eventType}${at(this.seq)}${tail(this.detail)}`
+  }
+}
+
+/** A `request/header` event is malformed or a legacy form (I1–I9). */
+export class RequestHeaderInvalid extends Schema.TaggedError<RequestHeaderInvalid>()("RequestHeaderInvalid", {
+  rule: Rule,
+  seq: OptSeq,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `[${this.rule}] invalid request header${at(this.seq)}: ${this.detail}`
+  }
+}
+
+/** The session header is malformed (J1–J13, J15, J16). */
+export class SessionHeaderInvalid extends Schema.TaggedError<SessionHeaderInvalid>()("SessionHeaderInvalid", {
+  rule: Rule,
+  field: Schema.String,
+  detail: OptDetail
+}) {
+  override get message(): string {
+    return `[${this.rule}] invalid session header, field "${this.field}"${tail(this.detail)}`
+  }
+}
+
+/** A stored format version cannot be read by this build (K1, K2, K4, K6). */
+export class FormatUnsupported extends Schema.TaggedError<FormatUnsupported>()("FormatUnsupported", {
+  rule: Rule,
+  found: Schema.Unknown,
+  supported: Schema.Number,
+  direction: Schema.Literal("newer", "older"),
+  sessionId: Schema.optional(Schema.String),
+  location: Schema.optional(Schema.String)
+}) {
+  override get message(): string {
+    const where = this.location === undefined ? "" : ` (${this.location})`
+    return this.direction === "newer"
+      ? `[${this.rule}] session format version ${String(this.found)} was written by a newer build; this build reads version ${this.supported}: upgrade to read it${where}`
+      : `[${this.rule}] session format version ${String(this.found)} is older than supported (${this.supported}) and has no upgrade path${where}`
+  }
+}
+
+/** An event type outside the known vocabulary without `ignorable: true` (K7). */
+export class UnknownEventType extends Schema.TaggedError<UnknownEventType>()("UnknownEventType", {
+  rule: Rule,
+  seq: OptSeq,
+  eventType: Schema.String
+}) {
+  override get message(): string {
+    return `[${this.rule}] unknown event type "${this.eventType}"${at(this.seq)} (not marked ignorable)`
+  }
+}
+
+/** A legacy form that no current reader accepts (K10). */
+export class LegacyFormRefused extends Schema.TaggedError<LegacyFormRefused>()("LegacyFormRefused", {
+  rule: Rule,
+  seq: OptSeq,
+  form: Schema.String
+}) {
+  override get message(): string {
+    return `[${this.rule}] legacy form "${this.form}"${at(this.seq)} is refused`
+  }
+}
+
+/** Stored data is damaged (K5, K11, L2, L5, L7, L9). */
+export class StoreCorrupt extends Schema.TaggedError<StoreCorrupt>()("StoreCorrupt", {
+  rule: Rule,
+  seq: OptSeq,
+  location: Schema.optional(Schema.String),
+  line: Schema.optional(Schema.Number),
+  detail: Schema.String,
+  cause: Schema.optional(Schema.Unknown)
+}) {
+  override get message(): string {
+    const where = this.location === undefined ? "" : ` in ${this.location}`
+    const line = this.line === undefined ? "" : ` line ${this.line}`
+    return `[${this.rule}] store corrupt${where}${line}${at(this.seq)}: ${this.detail}`
+  }
+}
+
+/** No such session (J14/L6/L11, N10). */
+export class SessionNotFound extends Schema.TaggedError<SessionNotFound>()("SessionNotFound", {
+  rule: Rule,
+  sessionId: Schema.String,
+  detail: OptDetail
+}) {
+  override get message(): string {
+    return `[${this.rule}] session "${this.sessionId}" not found${tail(this.detail)}`
+  }
+}
+
+/** The session already exists (J14). */
+export class SessionExists extends Schema.TaggedError<SessionExists>()("SessionExists", {
+  rule: Rule,
+  sessionId: Schema.String
+}) {
+  override get message(): string {
+    return `[${this.rule}] session "${this.sessionId}" already exists (open it instead)`
+  }
+}
+
+/** A writer's view of the stored log is stale (C5–C7, L1, L8, N11). */
+export class AppendConflict extends Schema.TaggedError<AppendConflict>()("AppendConflict", {
+  rule: Rule,
+  sessionId: Schema.optional(Schema.String),
+  expectedSeq: Schema.Number,
+  storedSeq: Schema.Number,
+  detail: OptDetail
+}) {
+  override get message(): string {
+    return `[${this.rule}] append conflict: expected next seq ${this.expectedSeq}, store has ${this.storedSeq}${
+      tail(this.detail)
+    }`
+  }
+}
+
+/** A database written by another build or application (S1–S3, S10). */
+export class StoreSchemaMismatch extends Schema.TaggedError<StoreSchemaMismatch>()("StoreSchemaMismatch", {
+  rule: Rule,
+  found: Schema.String,
+  expected: Schema.String
+}) {
+  override get message(): string {
+    return `[${this.rule}] store schema mismatch: found ${this.found}, expected ${this.expected} (the file was not modified)`
+  }
+}
+
+/** The reason codes of a fork rejection (M1–M7). */
+export const ForkRejectionCode = Schema.Literal(
+  "SESSION_ALREADY_EXISTS",
+  "SESSION_NOT_FOUND",
+  "SESSION_NOT_LIVE",
+  "INVALID_BOUNDARY",
+  "OPEN_TURN"
+)
+
+/** A fork request cannot be honoured (M1–M7, C8). */
+export class ForkRejected extends Schema.TaggedError<ForkRejected>()("ForkRejected", {
+  rule: Rule,
+  code: ForkRejectionCode,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `[${this.rule}] fork rejected (${this.code}): ${this.detail}`
+  }
+}
+
+/** An optional invariant (SPEC §11.4, V-rules) vetoed an event. */
+export class InvariantViolation extends Schema.TaggedError<InvariantViolation>()("InvariantViolation", {
+  rule: Rule,
+  seq: OptSeq,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `[${this.rule}] invariant violated${at(this.seq)}: ${this.detail}`
+  }
+}
+
+/** A compaction or prune could not run (P1–P13). */
+export class CompactionRejected extends Schema.TaggedError<CompactionRejected>()("CompactionRejected", {
+  rule: Rule,
+  reason: Schema.String,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `[${this.rule}] compaction rejected (${this.reason}): ${this.detail}`
+  }
+}
+
+/** An I/O or driver failure; never a rejection of data. */
+export class StoreFailure extends Schema.TaggedError<StoreFailure>()("StoreFailure", {
+  rule: Schema.optional(Rule),
+  method: Schema.String,
+  cause: Schema.Unknown,
+  detail: OptDetail
+}) {
+  override get message(): string {
+    const rule = this.rule === undefined ? "" : `[${this.rule}] `
+    const cause = this.cause instanceof Error ? this.cause.message : String(this.cause)
+    return `${rule}store failure in ${this.method}${tail(this.detail)}: ${cause}`
+  }
+}
+
+/** Errors a rule check on data can produce (validation of one event, a seed or a fold). */
+export type ValidationError =
+  | NotLosslessJson
+  | InvalidEnvelope
+  | SeqNotContiguous
+  | SurfaceMarkerInvalid
+  | ProvenanceInvalid
+  | ReplaceRangeInvalid
+  | ToolResultRewriteInvalid
+  | MessageShapeInvalid
+  | RequestHeaderInvalid
+  | LegacyFormRefused
+
+/** Every error of the catalogue. */
+export type SessionLogError =
+  | ValidationError
+  | SessionHeaderInvalid
+  | FormatUnsupported
+  | UnknownEventType
+  | StoreCorrupt
+  | SessionNotFound
+  | SessionExists
+  | AppendConflict
+  | StoreSchemaMismatch
+  | ForkRejected
+  | InvariantViolation
+  | CompactionRejected
+  | StoreFailure
