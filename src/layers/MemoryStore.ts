@@ -1,0 +1,127 @@
+/**
+ * The in-memory SessionStore: the contract of SPEC §7.1 without durability. Registration is
+ * per store instance (one `make`), appends are atomic because each runs as one synchronous
+ * step, and `replaceLog` keeps the previous content as a backup in memory.
+ */
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { AppendConflict, SessionExists, SessionHeaderInvalid, SessionNotFound } from "../schema/Errors.js"
+import type { Event } from "../schema/Events.js"
+import { type SessionHeader, validateSessionHeader } from "../schema/SessionHeader.js"
+import { type BatchCheckOptions, precheckBatch, SessionStore, type SessionStoreShape } from "../services/SessionStore.js"
+
+/** Options of the memory store. */
+export interface MemoryStoreOptions extends BatchCheckOptions {}
+
+interface Stored {
+  header: SessionHeader
+  events: Array<Event>
+  revision: number
+  readonly backups: Array<{ readonly reason: string; readonly header: SessionHeader; readonly events: ReadonlyArray<Event> }>
+}
+
+/** Build a memory store. */
+export const makeMemoryStore = (options: MemoryStoreOptions = {}): Effect.Effect<SessionStoreShape> =>
+  Effect.sync(() => {
+    const registered = new Map<string, SessionHeader>()
+    const stored = new Map<string, Stored>()
+
+    const conflict = (id: string, expectedSeq: number, storedSeq: number) =>
+      new AppendConflict({ rule: expectedSeq > storedSeq ? "C5" : "C7", sessionId: id, expectedSeq, storedSeq })
+    const notFound = (id: string) => new SessionNotFound({ rule: "L11", sessionId: id })
+
+    const store: SessionStoreShape = {
+      create: (input) =>
+        Effect.gen(function*() {
+          const header = validateSessionHeader(input)
+          // J13: a rejected create registers nothing
+          if (header instanceof SessionHeaderInvalid) return yield* header
+          if (registered.has(header.id) || stored.has(header.id)) {
+            return yield* new SessionExists({ rule: "J14", sessionId: header.id })
+          }
+          registered.set(header.id, header)
+          return header
+        }),
+
+      append: (id, events, { expectedSeq }) =>
+        Effect.gen(function*() {
+          if (events.length === 0) return
+          const checked = precheckBatch(events, expectedSeq, options)
+          if ("_tag" in checked) return yield* checked
+          const current = stored.get(id)
+          if (current === undefined) {
+            const header = registered.get(id)
+            if (header === undefined) return yield* notFound(id)
+            if (expectedSeq !== 0) return yield* conflict(id, expectedSeq, 0)
+            stored.set(id, { header, events: [...checked.events], revision: 1, backups: [] })
+            return
+          }
+          const storedSeq = current.events.length
+          if (expectedSeq !== storedSeq) return yield* conflict(id, expectedSeq, storedSeq)
+          for (const e of checked.events) current.events.push(e)
+          current.revision++
+        }),
+
+      load: (id) =>
+        Effect.gen(function*() {
+          const current = stored.get(id)
+          if (current !== undefined) {
+            return {
+              header: current.header,
+              storedVersion: current.header.version,
+              events: current.events.slice(),
+              tornTail: undefined,
+              revision: String(current.revision)
+            }
+          }
+          const header = registered.get(id)
+          if (header === undefined) return yield* notFound(id)
+          return { header, storedVersion: header.version, events: [], tornTail: undefined, revision: "0" }
+        }),
+
+      list: () =>
+        Effect.sync(() =>
+          [...stored.values()].map((s) => s.header).sort((a, b) =>
+            a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+          )
+        ),
+
+      truncateTornTail: (id, tornTail, { revision }) =>
+        Effect.gen(function*() {
+          const current = stored.get(id)
+          if (current === undefined) return yield* notFound(id)
+          // memory never has a torn tail: any request is against a log that changed (L8)
+          return yield* new AppendConflict({
+            rule: "L8",
+            sessionId: id,
+            expectedSeq: tornTail.fromSeq,
+            storedSeq: current.events.length,
+            detail: `no torn tail at revision ${revision}`
+          })
+        }),
+
+      replaceLog: (id, header, events, { backup, revision }) =>
+        Effect.gen(function*() {
+          const current = stored.get(id)
+          if (current === undefined) return yield* notFound(id)
+          if (String(current.revision) !== revision) {
+            return yield* new AppendConflict({
+              rule: "L8",
+              sessionId: id,
+              expectedSeq: events.length,
+              storedSeq: current.events.length,
+              detail: "the stored log changed since it was read"
+            })
+          }
+          current.backups.push({ reason: backup, header: current.header, events: current.events })
+          current.header = header
+          current.events = [...events]
+          current.revision++
+        })
+    }
+    return store
+  })
+
+/** A memory SessionStore layer (a fresh, empty store per build). */
+export const layerMemoryStore = (options: MemoryStoreOptions = {}): Layer.Layer<SessionStore> =>
+  Layer.effect(SessionStore, makeMemoryStore(options))

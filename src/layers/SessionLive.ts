@@ -1,0 +1,606 @@
+/**
+ * The Session implementation: the append pipeline of SPEC §3.1 (validate, persist, commit,
+ * publish), the seed pipeline of §3.2, the read pipeline of §8.2 for cold reads, and the
+ * constructors `create`, `fromSeed`, `open` and `inspect` over any `SessionStore`.
+ */
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
+import * as Option from "effect/Option"
+import * as PubSub from "effect/PubSub"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import {
+  AppendConflict,
+  FormatUnsupported,
+  InvalidEnvelope,
+  InvariantViolation,
+  LegacyFormRefused,
+  NotLosslessJson,
+  ProvenanceInvalid,
+  SeqNotContiguous,
+  type SessionExists,
+  SessionHeaderInvalid,
+  SessionNotFound,
+  StoreCorrupt,
+  type StoreFailure,
+  SurfaceMarkerInvalid,
+  UnknownEventType,
+  type ValidationError
+} from "../schema/Errors.js"
+import { encodeEvent, markTrusted, orderEnvelope } from "../schema/EventCodec.js"
+import { type AppendOptions, type Event, isAppendSurfaceEvent, KNOWN_EVENT_TYPES } from "../schema/Events.js"
+import { DEFAULT_MAX_EVENT_BYTES, SESSION_FORMAT_VERSION } from "../schema/Format.js"
+import { deepFreeze, utf8Length, walkJson } from "../schema/Json.js"
+import type { Message } from "../schema/Messages.js"
+import {
+  canonicalHeader,
+  RequestContext,
+  type RequestContext as RequestContextType,
+  type RequestHeader
+} from "../schema/RequestHeader.js"
+import { type SessionHeader, validateSessionHeader } from "../schema/SessionHeader.js"
+import { checkEnvelope, checkLegacy, checkRecordKind, checkTypeShape } from "../schema/Validation.js"
+import { nextId } from "../services/IdGenerator.js"
+import { Invariants } from "../services/Invariants.js"
+import { closers as repairClosers } from "../services/Repair.js"
+import type { AppendError, FlushError, RequestSnapshot, SessionShape } from "../services/Session.js"
+import { type LoadError, type LoadResult, SessionStore, type SessionStoreShape, type TornTail } from "../services/SessionStore.js"
+import { deriveEventMessage, foldSurface, isPlan, SurfaceTracker } from "../services/SurfaceManager.js"
+
+/** A pre-commit validator (SPEC §11.2): `check` may veto a candidate, `apply` runs after commit. */
+export interface PreCommitValidator {
+  readonly check: (candidate: Event, ctx: { readonly logLength: number }) => Effect.Effect<void, InvariantViolation>
+  readonly apply: (event: Event) => void
+}
+
+/** Builds a validator for one session. */
+export type ValidatorFactory = (header: SessionHeader) => Effect.Effect<PreCommitValidator>
+
+/** How appends reach the store. */
+export type PersistenceOptions = { readonly mode: "durable" }
+
+interface CommonOptions {
+  readonly persistence?: PersistenceOptions
+  /** Extra pre-commit validators (the `Invariants` layer's, when provided, runs first). */
+  readonly validators?: ReadonlyArray<ValidatorFactory>
+  /** B10 cap on a serialised event (default 64 MiB). */
+  readonly maxEventBytes?: number
+}
+
+/** Options of `create`. */
+export interface CreateOptions extends CommonOptions {
+  readonly id?: string
+  /** Header fields; `version`, `id` and `createdAt` default to 1, the id and Clock now. */
+  readonly header?: Record<string, unknown>
+}
+
+/** Options of `fromSeed`. */
+export interface FromSeedOptions extends CommonOptions {
+  readonly header: unknown
+  readonly seed: unknown
+}
+
+/** Options of `open`. */
+export interface OpenOptions extends CommonOptions {}
+
+/** Errors of seed validation. */
+export type SeedError = ValidationError | InvariantViolation
+
+/** Errors of `create`. */
+export type CreateError = SessionHeaderInvalid | SessionExists | StoreFailure
+
+/** Errors of `fromSeed`. */
+export type FromSeedError = SeedError | SessionHeaderInvalid | SessionExists | AppendError
+
+/** Errors of a cold read through the read pipeline. */
+export type ReadError = LoadError | LegacyFormRefused | StoreCorrupt
+
+/** Errors of `open`. */
+export type OpenError = ReadError | AppendError
+
+type Rec = Record<string, unknown>
+const isRecord = (v: unknown): v is Rec => typeof v === "object" && v !== null && !Array.isArray(v)
+
+const lossless = (rule: string, seq: number, path: string, detail: string) =>
+  new NotLosslessJson({ rule, seq, path, detail })
+
+/**
+ * The seed pipeline (SPEC §3.2) for every record, in order: kind and walk (skipped for records
+ * of a cold read, already walked), envelope, legacy guard, shapes, `seq === i`, surface plan and
+ * apply, pre-commit validators. Returns the frozen events (keys in §1.1 order) and their tracker.
+ */
+export const validateSeed = (
+  seed: unknown,
+  options: {
+    readonly coldRead?: boolean
+    readonly validators?: ReadonlyArray<PreCommitValidator>
+    /** Continue a log already validated by this pipeline (the seed's indices follow it). */
+    readonly continueFrom?: { readonly events: Array<Event>; readonly tracker: SurfaceTracker }
+  } = {}
+): Effect.Effect<{ readonly events: Array<Event>; readonly tracker: SurfaceTracker }, SeedError> =>
+  Effect.gen(function*() {
+    if (!Array.isArray(seed)) {
+      return yield* new InvalidEnvelope({ rule: "B1", field: "", detail: "a seed must be an array of event records" })
+    }
+    const validators = options.validators ?? []
+    const events: Array<Event> = options.continueFrom?.events ?? []
+    const tracker = options.continueFrom?.tracker ?? new SurfaceTracker(events)
+    const base = events.length
+    const length = seed.length
+    for (let k = 0; k < length; k++) {
+      const i = base + k
+      const raw: unknown = seed[k]
+      let record: Rec
+      if (options.coldRead === true && isRecord(raw)) {
+        record = raw
+      } else {
+        const kind = checkRecordKind(raw, i)
+        if (kind !== undefined) return yield* kind
+        const walked = walkJson(raw)
+        if (walked._tag === "Fail") return yield* lossless(walked.rule, i, walked.path, walked.detail)
+        record = walked.value as Rec
+      }
+      const env = checkEnvelope(record, i)
+      if (env !== undefined) return yield* env
+      const type = record.type as string
+      const legacy = checkLegacy(type, record.data, i)
+      if (legacy !== undefined) return yield* legacy
+      const shape = checkTypeShape(type, record.data, i)
+      if (shape !== undefined) return yield* shape
+      if (record.seq !== i) {
+        return yield* new SeqNotContiguous({
+          rule: "C1",
+          seq: i,
+          expected: i,
+          actual: record.seq,
+          detail: `seed record ${i} has seq ${String(record.seq)}`
+        })
+      }
+      const event = markTrusted(orderEnvelope(deepFreeze(record)))
+      const plan = tracker.plan(event, i)
+      if (!isPlan(plan)) return yield* plan
+      for (const v of validators) yield* v.check(event, { logLength: i })
+      events.push(event)
+      tracker.catchUp()
+      for (const v of validators) v.apply(event)
+    }
+    return { events, tracker }
+  })
+
+/**
+ * The read pipeline after the backend read (SPEC §8.2): version (K1, K2; version 0 is refused
+ * until the v0→v1 edge lands) and vocabulary (K7).
+ */
+export const readPipeline = (
+  loaded: LoadResult
+): Effect.Effect<{ readonly header: SessionHeader; readonly events: ReadonlyArray<unknown> }, ReadError> =>
+  Effect.gen(function*() {
+    const version = loaded.storedVersion
+    if (version !== SESSION_FORMAT_VERSION) {
+      const newer = typeof version === "number" && version > SESSION_FORMAT_VERSION
+      return yield* new FormatUnsupported({
+        rule: newer ? "K1" : "K2",
+        found: version,
+        supported: SESSION_FORMAT_VERSION,
+        direction: newer ? "newer" : "older",
+        sessionId: loaded.header.id
+      })
+    }
+    const events = loaded.events
+    for (let i = 0; i < events.length; i++) {
+      const e = events[i]
+      if (!isRecord(e) || typeof e.type !== "string") continue
+      if (e.type === "request/header-delta" || e.type === "mode/set") continue
+      if (!KNOWN_EVENT_TYPES.has(e.type) && e.ignorable !== true) {
+        return yield* new UnknownEventType({ rule: "K7", seq: i, eventType: e.type })
+      }
+    }
+    return { header: loaded.header, events }
+  })
+
+/** L9: a validation failure of stored events is corruption wrapping its cause (K10 stays unwrapped). */
+const wrapL9 = (sessionId: string) => <E extends SeedError>(e: E): StoreCorrupt | LegacyFormRefused => {
+  if (e instanceof LegacyFormRefused) return e
+  return new StoreCorrupt({
+    rule: "L9",
+    ...(e.seq === undefined ? {} : { seq: e.seq }),
+    location: `session ${sessionId}`,
+    detail: `stored event failed validation: ${e.message}`,
+    cause: e
+  })
+}
+
+const instantiateValidators = (
+  header: SessionHeader,
+  extra: ReadonlyArray<ValidatorFactory> | undefined
+): Effect.Effect<Array<PreCommitValidator>> =>
+  Effect.gen(function*() {
+    const out: Array<PreCommitValidator> = []
+    const inv = yield* Effect.serviceOption(Invariants)
+    if (Option.isSome(inv)) out.push(yield* inv.value(header))
+    for (const f of extra ?? []) out.push(yield* f(header))
+    return out
+  })
+
+const endSeedMarker = (seq: number, time: number): Event =>
+  markTrusted(Object.freeze({ type: "session/end-seed", seq, time, data: Object.freeze({}) }) as Event)
+
+interface HandleInit {
+  readonly store: SessionStoreShape
+  readonly header: SessionHeader
+  readonly events: Array<Event>
+  readonly tracker: SurfaceTracker
+  readonly firstLiveSeq: number
+  readonly validators: ReadonlyArray<PreCommitValidator>
+  readonly maxEventBytes: number
+}
+
+const foldContext = (event: Event): RequestContextType | undefined =>
+  Schema.is(RequestContext)(event.data) ? event.data : undefined
+
+/** Build the handle over a validated, committed log. */
+const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { header, store, tracker, validators } = init
+    const id = header.id
+    const log = init.events
+    const lock = yield* Effect.makeSemaphore(1)
+    const holding = yield* FiberRef.make(false)
+    const pubsub = yield* Effect.acquireRelease(PubSub.unbounded<Event>(), PubSub.shutdown)
+    let state: "open" | "failed" | "closed" = "open"
+    let failure: AppendConflict | undefined
+    let snapshot: ReadonlyArray<Event> | undefined
+    let latestHeader: RequestHeader | undefined
+    let latestContext: RequestContextType | undefined
+    // derived-message cache (SPEC §4.6)
+    let derived: Array<Message> = []
+    let derivedNodes = 0
+    let derivedGeneration = -1
+
+    const foldHeaders = (event: Event) => {
+      if (event.type === "request/header") {
+        latestHeader = Object.freeze(canonicalHeader((event.data as { header: RequestHeader }).header))
+      } else if (event.type === "request/context") {
+        const ctx = foldContext(event)
+        if (ctx !== undefined) latestContext = ctx
+      }
+    }
+    for (const e of log) foldHeaders(e)
+
+    const withLock = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+      Effect.flatMap(
+        FiberRef.get(holding),
+        (held) => held ? effect : lock.withPermits(1)(Effect.locally(effect, holding, true))
+      )
+
+    const checkUsable = (): SessionNotFound | AppendConflict | undefined => {
+      if (state === "closed") {
+        return new SessionNotFound({ rule: "N10", sessionId: id, detail: "the session handle is closed" })
+      }
+      if (state === "failed" && failure !== undefined) {
+        return new AppendConflict({
+          rule: "N11",
+          sessionId: id,
+          expectedSeq: failure.expectedSeq,
+          storedSeq: failure.storedSeq,
+          detail: "the handle failed after an append conflict; reopen the session"
+        })
+      }
+      return undefined
+    }
+
+    const appendUnknown = (type: unknown, data: unknown, options?: AppendOptions): Effect.Effect<Event, AppendError> =>
+      withLock(Effect.gen(function*() {
+        const unusable = checkUsable()
+        if (unusable !== undefined) return yield* unusable
+        const seq = log.length
+        if (typeof type !== "string") {
+          return yield* new InvalidEnvelope({ rule: "B2", seq, field: "type", detail: "type must be a string" })
+        }
+        const opts: Rec = isRecord(options) ? options : {}
+        const surfaceOp = opts.surfaceOp
+        const sourceEventSeqs = opts.sourceEventSeqs
+        const ignorable = opts.ignorable
+        if (ignorable !== undefined && ignorable !== true) {
+          return yield* new InvalidEnvelope({
+            rule: "B6",
+            seq,
+            field: "ignorable",
+            detail: "ignorable must be exactly true when present"
+          })
+        }
+        const walked = walkJson(data, "/data")
+        if (walked._tag === "Fail") return yield* lossless(walked.rule, seq, walked.path, walked.detail)
+        const legacy = checkLegacy(type, walked.value, seq)
+        if (legacy !== undefined) return yield* legacy
+        const shape = checkTypeShape(type, walked.value, seq)
+        if (shape !== undefined) return yield* shape
+        const event: Rec = { type, seq, time: 0, data: walked.value }
+        if (sourceEventSeqs !== undefined) {
+          const w = walkJson(sourceEventSeqs, "/sourceEventSeqs")
+          if (w._tag === "Fail") {
+            return yield* new ProvenanceInvalid({
+              rule: Array.isArray(sourceEventSeqs) ? "E4" : "E1",
+              seq,
+              detail: `sourceEventSeqs ${Array.isArray(sourceEventSeqs) ? "has a bad element" : "is not an array"} (${w.detail})`
+            })
+          }
+          event.sourceEventSeqs = w.value
+        }
+        if (surfaceOp !== undefined) {
+          const w = walkJson(surfaceOp, "/surfaceOp")
+          if (w._tag === "Fail") {
+            return yield* new SurfaceMarkerInvalid({
+              rule: "D6",
+              seq,
+              eventType: type,
+              detail: `surfaceOp is not lossless JSON (${w.detail})`
+            })
+          }
+          event.surfaceOp = w.value
+        }
+        if (ignorable === true) event.ignorable = true
+        event.time = yield* Clock.currentTimeMillis
+        const frozen = markTrusted(orderEnvelope(event))
+        const line = encodeEvent(frozen)
+        if (line.length * 3 > init.maxEventBytes && utf8Length(line) > init.maxEventBytes) {
+          return yield* new InvalidEnvelope({
+            rule: "B10",
+            seq,
+            field: "size",
+            detail: `serialised event is larger than ${init.maxEventBytes} bytes`
+          })
+        }
+        const plan = tracker.plan(frozen, seq)
+        if (!isPlan(plan)) return yield* plan
+        for (const v of validators) yield* v.check(frozen, { logLength: seq })
+        yield* store.append(id, [frozen], { expectedSeq: seq }).pipe(
+          Effect.tapError((e) =>
+            Effect.sync(() => {
+              if (e._tag === "AppendConflict") {
+                state = "failed"
+                failure = e
+              }
+            })
+          )
+        )
+        // commit
+        log.push(frozen)
+        snapshot = undefined
+        tracker.catchUp()
+        foldHeaders(frozen)
+        for (const v of validators) v.apply(frozen)
+        yield* PubSub.publish(pubsub, frozen)
+        return frozen
+      }))
+
+    const messages = Effect.sync(() => {
+      const nodes = tracker.nodes
+      const generation = tracker.replaceGeneration
+      if (generation !== derivedGeneration) {
+        derived = []
+        derivedNodes = 0
+        derivedGeneration = generation
+      }
+      for (; derivedNodes < nodes.length; derivedNodes++) {
+        const m = deriveEventMessage(log[nodes[derivedNodes]])
+        if (m !== undefined) derived.push(m)
+      }
+      return derived.slice()
+    })
+
+    const requestAt = (seq: number): Effect.Effect<RequestSnapshot, SeqNotContiguous> =>
+      Effect.suspend(() => {
+        if (!Number.isSafeInteger(seq) || seq < 0 || seq >= log.length) {
+          return Effect.fail(
+            new SeqNotContiguous({
+              rule: "L10",
+              seq,
+              expected: log.length - 1,
+              actual: seq,
+              detail: `requestAt needs a seq in [0, ${log.length - 1}]`
+            })
+          )
+        }
+        const prefix = log.slice(0, seq + 1)
+        let header: RequestHeader | undefined
+        let context: RequestContextType | undefined
+        for (const e of prefix) {
+          if (e.type === "request/header") header = canonicalHeader((e.data as { header: RequestHeader }).header)
+          else if (e.type === "request/context") context = foldContext(e) ?? context
+        }
+        const fold = foldSurface(prefix)
+        const nodes = "nodes" in fold ? fold.nodes : []
+        const msgs: Array<Message> = []
+        for (const s of nodes) {
+          const m = deriveEventMessage(log[s])
+          if (m !== undefined) msgs.push(m)
+        }
+        return Effect.succeed(deepFreeze({ header, context, messages: msgs }))
+      })
+
+    const flush: Effect.Effect<void, FlushError> = Effect.suspend(() => {
+      const unusable = checkUsable()
+      return unusable === undefined ? Effect.void : Effect.fail(unusable)
+    })
+
+    const close: Effect.Effect<void, FlushError> = withLock(Effect.suspend(() => {
+      if (state === "closed") return Effect.void
+      state = "closed"
+      return Effect.void
+    }))
+
+    const handle: SessionShape = {
+      id,
+      header,
+      firstLiveSeq: init.firstLiveSeq,
+      append: appendUnknown as SessionShape["append"],
+      appendUnknown,
+      events: Effect.sync(() => {
+        if (snapshot === undefined) snapshot = Object.freeze(log.slice())
+        return snapshot
+      }),
+      surface: {
+        nodes: Effect.sync(() => Object.freeze(tracker.nodes.slice())),
+        replaceGeneration: Effect.sync(() => tracker.replaceGeneration)
+      },
+      messages,
+      transcript: Effect.sync(() => Object.freeze(log.filter(isAppendSurfaceEvent))),
+      requestHeader: Effect.sync(() => latestHeader),
+      requestContext: Effect.sync(() => latestContext),
+      requestAt,
+      flush,
+      close,
+      feed: Stream.fromPubSub(pubsub),
+      changes: (fromSeq) =>
+        Stream.unwrapScoped(withLock(Effect.gen(function*() {
+          const sub = yield* PubSub.subscribe(pubsub)
+          const past = log.slice(Math.max(0, fromSeq))
+          return Stream.concat(Stream.fromIterable(past), Stream.fromQueue(sub))
+        }))),
+      exclusive: withLock,
+      state: Effect.sync(() => state)
+    }
+    yield* Effect.addFinalizer(() => close.pipe(Effect.ignore))
+    return handle
+  })
+
+/** Create a fresh session: registers the header lazily; nothing is written before the first append. */
+export const create = (
+  options: CreateOptions = {}
+): Effect.Effect<SessionShape, CreateError, SessionStore | Scope.Scope> =>
+  Effect.gen(function*() {
+    const store = yield* SessionStore
+    const id = options.id ?? (isRecord(options.header) && typeof options.header.id === "string"
+      ? options.header.id
+      : yield* nextId)
+    const now = yield* Clock.currentTimeMillis
+    const input = { version: SESSION_FORMAT_VERSION, id, createdAt: now, ...options.header }
+    const checked = validateSessionHeader(input, { expectedId: id })
+    if (checked instanceof SessionHeaderInvalid) return yield* checked
+    const header = yield* store.create(checked)
+    const validators = yield* instantiateValidators(header, options.validators)
+    const events: Array<Event> = []
+    return yield* makeHandle({
+      store,
+      header,
+      events,
+      tracker: new SurfaceTracker(events),
+      firstLiveSeq: 0,
+      validators,
+      maxEventBytes: options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES
+    })
+  })
+
+/** Construct over validated events: add the end-seed marker when required (SPEC §2.4). */
+const withEndSeed = (events: Array<Event>, tracker: SurfaceTracker): Effect.Effect<Array<Event>> =>
+  Effect.gen(function*() {
+    const last = events[events.length - 1]
+    if (last !== undefined && last.type === "session/end-seed") return []
+    const marker = endSeedMarker(events.length, yield* Clock.currentTimeMillis)
+    events.push(marker)
+    tracker.catchUp()
+    return [marker]
+  })
+
+/** A new session whose initial log is the validated seed plus the end-seed marker. */
+export const fromSeed = (
+  options: FromSeedOptions
+): Effect.Effect<SessionShape, FromSeedError, SessionStore | Scope.Scope> =>
+  Effect.gen(function*() {
+    const store = yield* SessionStore
+    const checked = validateSessionHeader(options.header)
+    if (checked instanceof SessionHeaderInvalid) return yield* checked
+    const validators = yield* instantiateValidators(checked, options.validators)
+    const { events, tracker } = yield* validateSeed(options.seed, { validators })
+    const firstLiveSeq = events.length
+    yield* withEndSeed(events, tracker)
+    const header = yield* store.create(checked)
+    yield* store.append(header.id, events, { expectedSeq: 0 })
+    return yield* makeHandle({
+      store,
+      header,
+      events,
+      tracker,
+      firstLiveSeq,
+      validators,
+      maxEventBytes: options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES
+    })
+  })
+
+/** The result of `inspect`: a frozen, repaired view of a stored session; nothing is written. */
+export interface InspectResult {
+  readonly header: SessionHeader
+  readonly storedVersion: number
+  readonly events: ReadonlyArray<Event>
+  readonly closers: ReadonlyArray<Event>
+  readonly tornTail: TornTail | undefined
+}
+
+const coldRead = (id: string, extraValidators?: ReadonlyArray<ValidatorFactory>) =>
+  Effect.gen(function*() {
+    const store = yield* SessionStore
+    const loaded = yield* store.load(id)
+    const { events: raw, header } = yield* readPipeline(loaded)
+    const validators = extraValidators === undefined ? [] : yield* instantiateValidators(header, extraValidators)
+    // validate the stored events first (L9), then the closers computed from them
+    const stored = yield* validateSeed(raw, { coldRead: true, validators }).pipe(Effect.mapError(wrapL9(id)))
+    const closers = repairClosers(stored.events)
+    const kept = stored.events.length
+    const all = yield* validateSeed(closers, { coldRead: true, validators, continueFrom: stored }).pipe(
+      Effect.mapError(wrapL9(id))
+    )
+    return {
+      store,
+      loaded,
+      header,
+      validators,
+      kept,
+      all,
+      closers: all.events.slice(kept)
+    }
+  })
+
+/** Cold-read a session with its repair closers, in memory only (SPEC §7.2); never writes. */
+export const inspect = (id: string): Effect.Effect<InspectResult, ReadError, SessionStore> =>
+  Effect.gen(function*() {
+    const r = yield* coldRead(id)
+    return Object.freeze({
+      header: r.header,
+      storedVersion: r.loaded.storedVersion,
+      events: Object.freeze(r.all.events),
+      closers: Object.freeze(r.closers),
+      tornTail: r.loaded.tornTail
+    })
+  })
+
+/**
+ * Resume a stored session (SPEC §7.2): read pipeline, repair closers, validation as a seed, then
+ * persist (torn-tail truncation; one append of closers and end-seed marker) and construct.
+ */
+export const open = (
+  id: string,
+  options: OpenOptions = {}
+): Effect.Effect<SessionShape, OpenError, SessionStore | Scope.Scope> =>
+  Effect.gen(function*() {
+    const r = yield* coldRead(id, options.validators ?? [])
+    const { events, tracker } = r.all
+    const firstLiveSeq = events.length
+    const marker = yield* withEndSeed(events, tracker)
+    if (r.loaded.tornTail !== undefined) {
+      yield* r.store.truncateTornTail(id, r.loaded.tornTail, { revision: r.loaded.revision })
+    }
+    const toWrite = [...r.closers, ...marker]
+    yield* r.store.append(id, toWrite, { expectedSeq: r.kept })
+    return yield* makeHandle({
+      store: r.store,
+      header: r.header,
+      events,
+      tracker,
+      firstLiveSeq,
+      validators: r.validators,
+      maxEventBytes: options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES
+    })
+  })

@@ -1,0 +1,37 @@
+/**
+ * Event serialisation in the fixed key order of SPEC §1.1 (memoised per frozen event, so the
+ * size check, the stores and exports serialise an event once), and the registry of events built
+ * by this library's walk: those are detached and deep-frozen, so no later check can differ.
+ */
+import type { Event } from "./Events.js"
+import { encodeJson, type Json } from "./Json.js"
+
+const encoded = new WeakMap<object, string>()
+const trusted = new WeakSet<object>()
+
+/** Rebuild an envelope with its keys in §1.1 order (absent keys omitted). */
+export const orderEnvelope = (r: Record<string, unknown>): Event => {
+  const out: Record<string, unknown> = { type: r.type, seq: r.seq, time: r.time, data: r.data }
+  if (r.sourceEventSeqs !== undefined) out.sourceEventSeqs = r.sourceEventSeqs
+  if (r.surfaceOp !== undefined) out.surfaceOp = r.surfaceOp
+  if (r.ignorable !== undefined) out.ignorable = r.ignorable
+  return Object.freeze(out) as unknown as Event
+}
+
+/** The JSON text of an event (one JSONL line without the newline). */
+export const encodeEvent = (event: Event): string => {
+  const hit = encoded.get(event)
+  if (hit !== undefined) return hit
+  const text = encodeJson(orderEnvelope(event as unknown as Record<string, unknown>) as unknown as Json)
+  if (Object.isFrozen(event)) encoded.set(event, text)
+  return text
+}
+
+/** Record that `event` was built from walked, deep-frozen parts by this library. */
+export const markTrusted = <E extends Event>(event: E): E => {
+  trusted.add(event)
+  return event
+}
+
+/** True for an event built by this library's walk (its checks cannot have changed). */
+export const isTrusted = (event: unknown): boolean => typeof event === "object" && event !== null && trusted.has(event)

@@ -1,0 +1,111 @@
+/**
+ * Model messages, content blocks and message sources (SPEC §1.5). These Schemas type the
+ * typed append overloads and let programs decode what they read; core acceptance checks the
+ * H rules by hand (Validation.ts) and never descends into open JSON positions.
+ */
+import * as Schema from "effect/Schema"
+
+/** A text block. */
+export const TextBlock = Schema.Struct({ type: Schema.Literal("text"), text: Schema.String })
+export type TextBlock = typeof TextBlock.Type
+
+/** A reasoning block. */
+export const ReasoningBlock = Schema.Struct({ type: Schema.Literal("reasoning"), text: Schema.String })
+
+/** An image block: a durable content-addressed reference. */
+export const ImageBlock = Schema.Struct({ type: Schema.Literal("image"), attachment: Schema.Unknown })
+
+/** An assistant's tool request; `arguments` is the raw JSON string the model produced. */
+export const ToolCallBlock = Schema.Struct({
+  type: Schema.Literal("tool-call"),
+  id: Schema.String,
+  name: Schema.String,
+  arguments: Schema.String
+})
+export type ToolCallBlock = typeof ToolCallBlock.Type
+
+/** Content blocks form an open union keyed by `type` (H10): internals are not validated by core. */
+export interface ContentBlock {
+  readonly type: string
+  readonly [key: string]: unknown
+}
+export const ContentBlock: Schema.Schema<ContentBlock> = Schema.Struct(
+  { type: Schema.String },
+  Schema.Record({ key: Schema.String, value: Schema.Unknown })
+)
+
+/** The single block of a tool result message. */
+export const ToolResultBlock = Schema.Struct({
+  type: Schema.Literal("tool-result"),
+  toolCallId: Schema.String,
+  content: Schema.Array(ContentBlock),
+  isError: Schema.optional(Schema.Boolean)
+})
+export type ToolResultBlock = typeof ToolResultBlock.Type
+
+/** Message sources form an open union keyed by `kind`. */
+export interface MessageSource {
+  readonly kind: string
+  readonly [key: string]: unknown
+}
+export const MessageSource: Schema.Schema<MessageSource> = Schema.Struct(
+  { kind: Schema.String },
+  Schema.Record({ key: Schema.String, value: Schema.Unknown })
+)
+
+/** The source of an assistant message. */
+export const ModelSource = Schema.Struct({
+  kind: Schema.Literal("model"),
+  provider: Schema.String,
+  model: Schema.String,
+  replayState: Schema.optional(Schema.Unknown)
+})
+
+/** The source of a tool result. */
+export const ToolSource = Schema.Struct({ kind: Schema.Literal("tool"), callId: Schema.String })
+
+/** A message as sent to a model. */
+export interface Message {
+  readonly id: string
+  readonly role: "system" | "user" | "assistant"
+  readonly content: ReadonlyArray<ContentBlock>
+  readonly source: MessageSource
+  readonly [key: string]: unknown
+}
+
+/** A user-role message (`user/message` data, `context/message` projection, tool results). */
+export const UserMessage = Schema.Struct({
+  id: Schema.String,
+  role: Schema.Literal("user"),
+  content: Schema.Array(ContentBlock),
+  source: MessageSource
+})
+export type UserMessage = typeof UserMessage.Type
+
+/** An assistant message. */
+export const AssistantMessage = Schema.Struct({
+  id: Schema.String,
+  role: Schema.Literal("assistant"),
+  content: Schema.Array(ContentBlock),
+  source: ModelSource
+})
+export type AssistantMessage = typeof AssistantMessage.Type
+
+/** A tool result message: exactly one `tool-result` block answering `source.callId`. */
+export const ToolResultMessage = Schema.Struct({
+  id: Schema.String,
+  role: Schema.Literal("user"),
+  content: Schema.Tuple(ToolResultBlock),
+  source: ToolSource
+})
+export type ToolResultMessage = typeof ToolResultMessage.Type
+
+/** Token usage with disjoint counts (billed input = input + cacheRead + cacheWrite). */
+export const TokenUsage = Schema.Struct({
+  inputTokens: Schema.Number,
+  outputTokens: Schema.Number,
+  cacheReadTokens: Schema.optional(Schema.Number),
+  cacheWriteTokens: Schema.optional(Schema.Number),
+  reasoningTokens: Schema.optional(Schema.Number)
+})
+export type TokenUsage = typeof TokenUsage.Type

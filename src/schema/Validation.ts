@@ -1,0 +1,236 @@
+/**
+ * Single-event rule checks shared by append, seed construction, folds and stores: envelope
+ * (B), legacy guard (I7, I8, K10), message shapes (H), request headers (I) and the stateless
+ * surface-marker and provenance checks (D1–D5, E1–E6). Each returns the first error or undefined.
+ */
+import {
+  InvalidEnvelope,
+  LegacyFormRefused,
+  MessageShapeInvalid,
+  NotLosslessJson,
+  ProvenanceInvalid,
+  RequestHeaderInvalid,
+  SurfaceMarkerInvalid
+} from "./Errors.js"
+import { ENVELOPE_KEYS, isSurfaceEligibleType } from "./Events.js"
+import { HEADER_REASONS } from "./RequestHeader.js"
+
+type Rec = Record<string, unknown>
+
+const isRecord = (v: unknown): v is Rec => typeof v === "object" && v !== null && !Array.isArray(v)
+const isNonEmptyString = (v: unknown): v is string => typeof v === "string" && v.length > 0
+const isSafeNonNegInt = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0
+const envelopeKeySet: ReadonlySet<string> = new Set(ENVELOPE_KEYS)
+
+/** B1, B8 (seed records): an object, and a plain one. Returns an error or undefined. */
+export const checkRecordKind = (record: unknown, seq: number): InvalidEnvelope | NotLosslessJson | undefined => {
+  if (typeof record !== "object" || record === null || Array.isArray(record)) {
+    return new InvalidEnvelope({ rule: "B1", seq, field: "", detail: "invalid event envelope: record is not an object" })
+  }
+  const proto = Object.getPrototypeOf(record)
+  if (proto !== Object.prototype && proto !== null) {
+    return new NotLosslessJson({ rule: "B8", seq, path: "", detail: "record is not a plain object" })
+  }
+  return undefined
+}
+
+/** B1–B6 on a walked record (seeds and cold reads). */
+export const checkEnvelope = (r: Rec, seq: number): InvalidEnvelope | undefined => {
+  for (const key of Object.keys(r)) {
+    if (!envelopeKeySet.has(key)) {
+      return new InvalidEnvelope({ rule: "B1", seq, field: key, detail: `invalid event envelope: unexpected key "${key}"` })
+    }
+  }
+  if (typeof r.type !== "string") {
+    return new InvalidEnvelope({ rule: "B2", seq, field: "type", detail: "type must be a string" })
+  }
+  if (!isSafeNonNegInt(r.seq)) {
+    return new InvalidEnvelope({ rule: "B3", seq, field: "seq", detail: "seq must be a non-negative safe integer" })
+  }
+  if (typeof r.time !== "number" || !Number.isSafeInteger(r.time)) {
+    return new InvalidEnvelope({ rule: "B4", seq, field: "time", detail: "time must be a safe integer (epoch ms)" })
+  }
+  if (!("data" in r)) {
+    return new InvalidEnvelope({ rule: "B5", seq, field: "data", detail: "data is absent" })
+  }
+  if ("ignorable" in r && r.ignorable !== true) {
+    return new InvalidEnvelope({ rule: "B6", seq, field: "ignorable", detail: "ignorable must be exactly true when present" })
+  }
+  return undefined
+}
+
+/** Legacy guard (I8, I7, K10): forms no current reader accepts. */
+export const checkLegacy = (
+  type: string,
+  data: unknown,
+  seq: number
+): RequestHeaderInvalid | LegacyFormRefused | undefined => {
+  if (type === "request/header-delta") {
+    return new RequestHeaderInvalid({ rule: "I8", seq, detail: "request/header-delta is a removed legacy form" })
+  }
+  if (type === "request/header" && isRecord(data) && data.reason === "fallback") {
+    return new RequestHeaderInvalid({ rule: "I7", seq, detail: `reason "fallback" is a removed legacy form` })
+  }
+  if (type === "mode/set") return new LegacyFormRefused({ rule: "K10", seq, form: "mode/set" })
+  return undefined
+}
+
+const shape = (rule: string, seq: number, eventType: string, detail: string) =>
+  new MessageShapeInvalid({ rule, seq, eventType, detail })
+
+/** H1–H9, H11 for the four surface-eligible types. */
+export const checkMessageShape = (type: string, data: unknown, seq: number): MessageShapeInvalid | undefined => {
+  let msg: unknown
+  let role: string
+  if (type === "user/message" || type === "context/message") {
+    if (!isRecord(data) || !isNonEmptyString(data.id)) return shape("H1", seq, type, "lacks an identified message")
+    msg = data
+    role = "user"
+  } else if (type === "assistant/message" || type === "tool/result") {
+    if (!isRecord(data) || !isRecord(data.message) || !isNonEmptyString(data.message.id)) {
+      return shape("H2", seq, type, "lacks an identified message (data.message with a non-empty id)")
+    }
+    msg = data.message
+    role = type === "assistant/message" ? "assistant" : "user"
+  } else {
+    return undefined
+  }
+  const m = msg as Rec
+  if (m.role !== role) return shape("H3", seq, type, `role must be "${role}"`)
+  const source = m.source
+  if (!isRecord(source) || !isNonEmptyString(source.kind)) {
+    return shape("H4", seq, type, "source must be an object with a non-empty kind")
+  }
+  if (type === "context/message" && source.kind === "user") {
+    return shape("H11", seq, type, `a context/message source.kind must not be "user"`)
+  }
+  if (!Array.isArray(m.content)) return shape("H5", seq, type, "content must be an array")
+  if (type === "assistant/message") {
+    if (source.kind !== "model" || !isNonEmptyString(source.provider) || !isNonEmptyString(source.model)) {
+      return shape("H6", seq, type, `source must be { kind: "model", provider, model } with non-empty provider and model`)
+    }
+  }
+  if (type === "tool/result") {
+    if (source.kind !== "tool" || !isNonEmptyString(source.callId)) {
+      return shape("H7", seq, type, `source must be { kind: "tool", callId } with a non-empty callId`)
+    }
+    const content = m.content as ReadonlyArray<unknown>
+    const block = content[0]
+    if (content.length !== 1 || !isRecord(block) || block.type !== "tool-result" || !Array.isArray(block.content)) {
+      return shape("H8", seq, type, "content must be exactly one tool-result block with an array content")
+    }
+    if (block.toolCallId !== source.callId) return shape("H9", seq, type, "mismatched tool call ids")
+  }
+  return undefined
+}
+
+const header = (rule: string, seq: number, detail: string) => new RequestHeaderInvalid({ rule, seq, detail })
+
+/** I1–I6 then I9 for `request/header` data. */
+export const checkRequestHeader = (data: unknown, seq: number): RequestHeaderInvalid | undefined => {
+  const h = isRecord(data) ? data.header : undefined
+  if (!isRecord(h) || !isRecord(h.config) || !isNonEmptyString(h.config.provider) || !isNonEmptyString(h.config.model)) {
+    return header("I1", seq, "request header lacks provider/model")
+  }
+  const config = h.config
+  if ("reasoningEffort" in config && !isNonEmptyString(config.reasoningEffort)) {
+    return header("I2", seq, "config.reasoningEffort must be a non-empty string when present")
+  }
+  if ("adapterDefaults" in h) {
+    const ad = h.adapterDefaults
+    if (!isRecord(ad)) return header("I3", seq, "adapterDefaults must be an object")
+    for (const key of Object.keys(ad)) {
+      if (key !== "reasoningEffort" && key !== "maxTokens") {
+        return header("I4", seq, `adapterDefaults key "${key}" is not reasoningEffort or maxTokens`)
+      }
+    }
+    for (const key of Object.keys(ad)) {
+      if (ad[key] !== true) return header("I5", seq, `adapterDefaults.${key} must be exactly true`)
+    }
+    for (const key of Object.keys(ad)) {
+      if (config[key] === undefined) return header("I6", seq, `adapterDefaults.${key} marks an absent config field`)
+    }
+  }
+  const reason = (data as Rec).reason
+  if (typeof reason !== "string" || !HEADER_REASONS.includes(reason)) {
+    return header("I9", seq, `reason must be one of ${HEADER_REASONS.join(", ")}`)
+  }
+  return undefined
+}
+
+/** Type shapes: request headers (I) and messages (H). */
+export const checkTypeShape = (
+  type: string,
+  data: unknown,
+  seq: number
+): RequestHeaderInvalid | MessageShapeInvalid | undefined =>
+  type === "request/header" ? checkRequestHeader(data, seq) : checkMessageShape(type, data, seq)
+
+/** D1–D5 and E1–E6: the stateless marker and provenance checks of the surface plan. */
+export const checkMarkers = (
+  type: string,
+  surfaceOp: unknown,
+  sourceEventSeqs: unknown,
+  seq: number
+): SurfaceMarkerInvalid | ProvenanceInvalid | undefined => {
+  const eligible = isSurfaceEligibleType(type)
+  if (!eligible) {
+    if (surfaceOp !== undefined) {
+      return new SurfaceMarkerInvalid({
+        rule: "D1",
+        seq,
+        eventType: type,
+        detail: "is not surface-eligible and cannot carry surfaceOp"
+      })
+    }
+    if (sourceEventSeqs !== undefined) {
+      return new SurfaceMarkerInvalid({
+        rule: "D2",
+        seq,
+        eventType: type,
+        detail: "is not surface-eligible and cannot carry sourceEventSeqs"
+      })
+    }
+    return undefined
+  }
+  if (surfaceOp === undefined) {
+    return new SurfaceMarkerInvalid({ rule: "D3", seq, eventType: type, detail: "requires a surfaceOp marker" })
+  }
+  if (surfaceOp !== "append") {
+    if (!isRecord(surfaceOp)) {
+      return new SurfaceMarkerInvalid({ rule: "D4", seq, eventType: type, detail: "invalid surfaceOp" })
+    }
+    const keys = Object.keys(surfaceOp)
+    if (
+      keys.length !== 3 || surfaceOp.op !== "replace" || !isSafeNonNegInt(surfaceOp.start) ||
+      !isSafeNonNegInt(surfaceOp.end)
+    ) {
+      return new SurfaceMarkerInvalid({
+        rule: "D5",
+        seq,
+        eventType: type,
+        detail: "invalid replace surfaceOp: expected exactly { op: \"replace\", start, end } with non-negative safe integers"
+      })
+    }
+  }
+  if (sourceEventSeqs === undefined) return undefined
+  if (!Array.isArray(sourceEventSeqs)) {
+    return new ProvenanceInvalid({ rule: "E1", seq, detail: "sourceEventSeqs must be an array" })
+  }
+  if (sourceEventSeqs.length === 0 && type !== "assistant/message") {
+    return new ProvenanceInvalid({ rule: "E2", seq, detail: `an empty sourceEventSeqs is legal only on assistant/message` })
+  }
+  const seen = new Set<number>()
+  for (let i = 0; i < sourceEventSeqs.length; i++) {
+    const s: unknown = sourceEventSeqs[i]
+    if (!isSafeNonNegInt(s)) {
+      return new ProvenanceInvalid({ rule: "E4", seq, detail: `element ${i} is not a non-negative safe integer` })
+    }
+    if (seen.has(s)) return new ProvenanceInvalid({ rule: "E5", seq, detail: `duplicate element ${s}` })
+    seen.add(s)
+    if (s >= seq) {
+      return new ProvenanceInvalid({ rule: "E6", seq, detail: `element ${s} is not earlier than the event's own seq ${seq}` })
+    }
+  }
+  return undefined
+}

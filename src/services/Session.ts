@@ -1,0 +1,164 @@
+/**
+ * One open session (SPEC §3, §7.2, §11.2): typed appends that validate, persist, then commit;
+ * the log, surface, derived messages, transcript, request folds and the feed of committed events.
+ * The constructors live in `layers/SessionLive.ts` and are re-exported here.
+ */
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Stream from "effect/Stream"
+import type {
+  AppendConflict,
+  InvalidEnvelope,
+  InvariantViolation,
+  LegacyFormRefused,
+  MessageShapeInvalid,
+  NotLosslessJson,
+  ProvenanceInvalid,
+  ReplaceRangeInvalid,
+  RequestHeaderInvalid,
+  SeqNotContiguous,
+  SessionExists,
+  SessionNotFound,
+  StoreCorrupt,
+  StoreFailure,
+  SurfaceMarkerInvalid,
+  ToolResultRewriteInvalid
+} from "../schema/Errors.js"
+import type {
+  AppendOptions,
+  Event,
+  KnownEventType,
+  LogOnlyIntent,
+  PayloadOf,
+  SurfaceEventType,
+  SurfaceIntent
+} from "../schema/Events.js"
+import type { Message } from "../schema/Messages.js"
+import type { RequestContext, RequestHeader } from "../schema/RequestHeader.js"
+import type { SessionHeader } from "../schema/SessionHeader.js"
+import * as SessionLive from "../layers/SessionLive.js"
+import type { SessionStore } from "./SessionStore.js"
+
+/** Everything an append can fail with. */
+export type AppendError =
+  | NotLosslessJson
+  | InvalidEnvelope
+  | LegacyFormRefused
+  | RequestHeaderInvalid
+  | MessageShapeInvalid
+  | SurfaceMarkerInvalid
+  | ProvenanceInvalid
+  | ReplaceRangeInvalid
+  | ToolResultRewriteInvalid
+  | InvariantViolation
+  | SessionNotFound
+  | SessionExists
+  | AppendConflict
+  | StoreCorrupt
+  | StoreFailure
+
+/** Errors of `flush` and `close`. */
+export type FlushError = AppendConflict | SessionNotFound | SessionExists | StoreCorrupt | StoreFailure
+
+/** Typed append: a surface-eligible type cannot be written without its `SurfaceOp`. */
+export interface AppendFn {
+  <T extends SurfaceEventType>(
+    type: T,
+    data: PayloadOf<T>,
+    intent: SurfaceIntent
+  ): Effect.Effect<Event<T, PayloadOf<T>>, AppendError>
+  <T extends Exclude<KnownEventType, SurfaceEventType>>(
+    type: T,
+    data: PayloadOf<T>,
+    options?: LogOnlyIntent
+  ): Effect.Effect<Event<T, PayloadOf<T>>, AppendError>
+  <T extends string>(
+    type: T extends KnownEventType ? never : T,
+    data: unknown,
+    options?: LogOnlyIntent
+  ): Effect.Effect<Event<T>, AppendError>
+}
+
+/** The request in force right after an event (SPEC §5.4). */
+export interface RequestSnapshot {
+  readonly header: RequestHeader | undefined
+  readonly context: RequestContext | undefined
+  readonly messages: ReadonlyArray<Message>
+}
+
+/** A read-only view of the session's surface. */
+export interface SurfaceView {
+  readonly nodes: Effect.Effect<ReadonlyArray<number>>
+  readonly replaceGeneration: Effect.Effect<number>
+}
+
+/** One open session handle. */
+export interface SessionShape {
+  readonly id: string
+  readonly header: SessionHeader
+  /** Length of the constructor seed; events below it are never published on the feed. */
+  readonly firstLiveSeq: number
+  readonly append: AppendFn
+  /** Runtime-checked append for widened or loaded values (same pipeline, no static guarantees). */
+  readonly appendUnknown: (type: unknown, data: unknown, options?: AppendOptions) => Effect.Effect<Event, AppendError>
+  /** The log: a frozen array reused until the next append (N7). */
+  readonly events: Effect.Effect<ReadonlyArray<Event>>
+  readonly surface: SurfaceView
+  /** Derived model messages (SPEC §4.6): a fresh array over shared frozen messages (N8). */
+  readonly messages: Effect.Effect<ReadonlyArray<Message>>
+  /** Human transcript: append-origin surface events in log order (SPEC §4.7). */
+  readonly transcript: Effect.Effect<ReadonlyArray<Event>>
+  /** The latest request header, canonical and frozen. */
+  readonly requestHeader: Effect.Effect<RequestHeader | undefined>
+  /** The latest request context, frozen. */
+  readonly requestContext: Effect.Effect<RequestContext | undefined>
+  /** The request in force right after event `seq` (L10 outside the log). */
+  readonly requestAt: (seq: number) => Effect.Effect<RequestSnapshot, SeqNotContiguous>
+  /** Write everything pending (batched mode); a no-op in durable mode. */
+  readonly flush: Effect.Effect<void, FlushError>
+  /** Flush and close the handle; later appends fail with SessionNotFound (N10). */
+  readonly close: Effect.Effect<void, FlushError>
+  /** Committed live events from the moment the stream is run. */
+  readonly feed: Stream.Stream<Event>
+  /** The log's events with `seq >= fromSeq`, then every later commit, without gap or duplicate. */
+  readonly changes: (fromSeq: number) => Stream.Stream<Event>
+  /** Run `effect` holding the append lock: its own appends proceed, other fibers wait. */
+  readonly exclusive: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  /** "open", "failed" (after an AppendConflict) or "closed". */
+  readonly state: Effect.Effect<"open" | "failed" | "closed">
+}
+
+/** The current session of a program. */
+export class Session extends Context.Tag("effect-session-log/Session")<Session, SessionShape>() {}
+
+export type {
+  CreateOptions,
+  FromSeedOptions,
+  InspectResult,
+  OpenOptions,
+  PreCommitValidator,
+  ValidatorFactory
+} from "../layers/SessionLive.js"
+
+/** Create a fresh session (scoped handle). */
+export const create = SessionLive.create
+/** Create a session from a validated seed plus its end-seed marker. */
+export const fromSeed = SessionLive.fromSeed
+/** Resume a stored session (load, repair, validate as seed, end-seed marker). */
+export const open = SessionLive.open
+/** Cold-read a stored session with its repair closers, in memory only. */
+export const inspect = SessionLive.inspect
+/** Validate a seed (SPEC §3.2) and return its frozen events. */
+export const validateSeed = SessionLive.validateSeed
+
+/** A layer providing a freshly created session. */
+export const layerCreate = (
+  options: SessionLive.CreateOptions = {}
+): Layer.Layer<Session, SessionLive.CreateError, SessionStore> => Layer.scoped(Session, SessionLive.create(options))
+
+/** A layer providing a resumed session. */
+export const layerOpen = (
+  id: string,
+  options: SessionLive.OpenOptions = {}
+): Layer.Layer<Session, SessionLive.OpenError, SessionStore> => Layer.scoped(Session, SessionLive.open(id, options))

@@ -1,0 +1,164 @@
+/**
+ * The persistence backend contract (SPEC §7.1): lazy registration, atomic expected-seq appends,
+ * never-mutating cold reads with torn-tail information, torn-tail truncation and whole-log
+ * replacement under a revision check. Also the batch pre-checks every backend runs first.
+ */
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import {
+  AppendConflict,
+  type FormatUnsupported,
+  InvalidEnvelope,
+  type LegacyFormRefused,
+  NotLosslessJson,
+  type RequestHeaderInvalid,
+  type SessionExists,
+  type SessionHeaderInvalid,
+  type SessionNotFound,
+  type StoreCorrupt,
+  type StoreFailure,
+  type UnknownEventType
+} from "../schema/Errors.js"
+import { encodeEvent, isTrusted } from "../schema/EventCodec.js"
+import type { Event } from "../schema/Events.js"
+import { DEFAULT_MAX_EVENT_BYTES } from "../schema/Format.js"
+import { utf8Length, walkJson } from "../schema/Json.js"
+import type { SessionHeader } from "../schema/SessionHeader.js"
+import { checkEnvelope, checkLegacy, checkRecordKind } from "../schema/Validation.js"
+
+/** Where a stored log stops being committed-looking (SPEC §7.4.4). */
+export interface TornTail {
+  readonly fromSeq: number
+  readonly reason: "fragment" | "unparsable" | "seq-gap" | "not-object"
+  readonly position: number
+}
+
+/** A cold read: never mutates storage (L8). Events are framing-valid and walked, not yet validated. */
+export interface LoadResult {
+  readonly header: SessionHeader
+  readonly storedVersion: number
+  readonly events: ReadonlyArray<unknown>
+  readonly tornTail: TornTail | undefined
+  readonly revision: string
+}
+
+/** Errors of `create`. */
+export type CreateError = SessionHeaderInvalid | SessionExists | StoreFailure
+
+/** Errors of `append`. */
+export type StoreAppendError =
+  | NotLosslessJson
+  | InvalidEnvelope
+  | RequestHeaderInvalid
+  | LegacyFormRefused
+  | AppendConflict
+  | SessionNotFound
+  | SessionExists
+  | StoreCorrupt
+  | StoreFailure
+
+/** Errors of a cold read. */
+export type LoadError =
+  | SessionNotFound
+  | StoreCorrupt
+  | FormatUnsupported
+  | SessionHeaderInvalid
+  | UnknownEventType
+  | StoreFailure
+
+/** The SessionStore service shape. */
+export interface SessionStoreShape {
+  /** Validate and register a header; nothing is written until the first non-empty append. */
+  readonly create: (header: unknown) => Effect.Effect<SessionHeader, CreateError>
+  /** Atomically append a contiguous batch if the stored next seq equals `expectedSeq`. */
+  readonly append: (
+    id: string,
+    events: ReadonlyArray<Event>,
+    options: { readonly expectedSeq: number }
+  ) => Effect.Effect<void, StoreAppendError>
+  /** Cold read of header, framing-valid events and torn tail. */
+  readonly load: (id: string) => Effect.Effect<LoadResult, LoadError>
+  /** Headers of materialised sessions sorted by (createdAt, id). */
+  readonly list: () => Effect.Effect<ReadonlyArray<SessionHeader>, StoreFailure>
+  /** Durably remove the torn tail `load` reported, if the log is still at `revision`. */
+  readonly truncateTornTail: (
+    id: string,
+    tornTail: TornTail,
+    options: { readonly revision: string }
+  ) => Effect.Effect<void, AppendConflict | SessionNotFound | StoreCorrupt | StoreFailure>
+  /** Replace header and events (v0→v1 upgrade) if still at `revision`, keeping a backup. */
+  readonly replaceLog: (
+    id: string,
+    header: SessionHeader,
+    events: ReadonlyArray<Event>,
+    options: { readonly revision: string; readonly backup: string }
+  ) => Effect.Effect<void, AppendConflict | SessionNotFound | StoreCorrupt | StoreFailure>
+}
+
+/** The persistence backend of sessions. */
+export class SessionStore extends Context.Tag("effect-session-log/SessionStore")<SessionStore, SessionStoreShape>() {}
+
+/** Options shared by every backend's batch pre-checks. */
+export interface BatchCheckOptions {
+  readonly maxEventBytes?: number
+}
+
+/**
+ * The pre-checks of `SessionStore.append` (SPEC §7.1), run before any concurrency control:
+ * per event the lossless walk (A1–A9; skipped for events built by this library's walk), the
+ * envelope (B1–B6), the size cap (B10) and the legacy guard (I8, I7, K10); then contiguity from
+ * `expectedSeq` (C6). Returns the first error, or the serialised lines.
+ */
+export const precheckBatch = (
+  events: ReadonlyArray<Event>,
+  expectedSeq: number,
+  options: BatchCheckOptions = {}
+):
+  | NotLosslessJson
+  | InvalidEnvelope
+  | RequestHeaderInvalid
+  | LegacyFormRefused
+  | AppendConflict
+  | { readonly lines: ReadonlyArray<string>; readonly events: ReadonlyArray<Event> } =>
+{
+  const maxBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES
+  const lines: Array<string> = []
+  const out: Array<Event> = []
+  for (let k = 0; k < events.length; k++) {
+    let event = events[k]
+    const seqHint = expectedSeq + k
+    if (!isTrusted(event)) {
+      const kind = checkRecordKind(event, seqHint)
+      if (kind !== undefined) return kind
+      const walked = walkJson(event)
+      if (walked._tag === "Fail") {
+        return new NotLosslessJson({ rule: walked.rule, seq: seqHint, path: walked.path, detail: walked.detail })
+      }
+      event = walked.value as unknown as Event
+      const env = checkEnvelope(event as unknown as Record<string, unknown>, seqHint)
+      if (env !== undefined) return env
+    }
+    const line = encodeEvent(event)
+    if (line.length > maxBytes / 3 && utf8Length(line) > maxBytes) {
+      return new InvalidEnvelope({
+        rule: "B10",
+        seq: seqHint,
+        field: "size",
+        detail: `serialised event is larger than ${maxBytes} bytes`
+      })
+    }
+    const legacy = checkLegacy(event.type, event.data, seqHint)
+    if (legacy !== undefined) return legacy
+    if (event.seq !== seqHint) {
+      return new AppendConflict({
+        rule: "C6",
+        expectedSeq,
+        storedSeq: expectedSeq,
+        detail: `batch is not contiguous from ${expectedSeq}: element ${k} has seq ${event.seq}`
+      })
+    }
+    lines.push(line)
+    out.push(event)
+  }
+  return { lines, events: out }
+}
