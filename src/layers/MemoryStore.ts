@@ -8,7 +8,13 @@ import * as Layer from "effect/Layer"
 import { AppendConflict, SessionExists, SessionHeaderInvalid, SessionNotFound } from "../schema/Errors.js"
 import type { Event } from "../schema/Events.js"
 import { type SessionHeader, validateSessionHeader } from "../schema/SessionHeader.js"
-import { type BatchCheckOptions, precheckBatch, SessionStore, type SessionStoreShape } from "../services/SessionStore.js"
+import {
+  type BatchCheckOptions,
+  precheckBatch,
+  readFromLoad,
+  SessionStore,
+  type SessionStoreShape
+} from "../services/SessionStore.js"
 
 /** Options of the memory store. */
 export interface MemoryStoreOptions extends BatchCheckOptions {}
@@ -78,6 +84,8 @@ export const makeMemoryStore = (options: MemoryStoreOptions = {}): Effect.Effect
           if (header === undefined) return yield* notFound(id)
           return { header, storedVersion: header.version, events: [], tornTail: undefined, revision: "0" }
         }),
+
+      readFrom: (id, fromSeq) => readFromLoad(store.load)(id, fromSeq),
 
       list: () =>
         Effect.sync(() =>

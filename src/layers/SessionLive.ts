@@ -46,7 +46,14 @@ import { nextId } from "../services/IdGenerator.js"
 import { Invariants } from "../services/Invariants.js"
 import { closers as repairClosers } from "../services/Repair.js"
 import type { AppendError, FlushError, RequestSnapshot, SessionShape } from "../services/Session.js"
-import { type LoadError, type LoadResult, SessionStore, type SessionStoreShape, type TornTail } from "../services/SessionStore.js"
+import {
+  type LoadError,
+  type ReadError,
+  readPipeline,
+  SessionStore,
+  type SessionStoreShape,
+  type TornTail
+} from "../services/SessionStore.js"
 import { deriveEventMessage, foldSurface, isPlan, SurfaceTracker } from "../services/SurfaceManager.js"
 
 /** A pre-commit validator (SPEC §11.2): `check` may veto a candidate, `apply` runs after commit. */
@@ -93,9 +100,6 @@ export type CreateError = SessionHeaderInvalid | SessionExists | StoreFailure
 
 /** Errors of `fromSeed`. */
 export type FromSeedError = SeedError | SessionHeaderInvalid | SessionExists | AppendError
-
-/** Errors of a cold read through the read pipeline. */
-export type ReadError = LoadError | LegacyFormRefused | StoreCorrupt
 
 /** Errors of `open`. */
 export type OpenError = ReadError | AppendError
@@ -167,37 +171,6 @@ export const validateSeed = (
       for (const v of validators) v.apply(event)
     }
     return { events, tracker }
-  })
-
-/**
- * The read pipeline after the backend read (SPEC §8.2): version (K1, K2; version 0 is refused
- * until the v0→v1 edge lands) and vocabulary (K7).
- */
-export const readPipeline = (
-  loaded: LoadResult
-): Effect.Effect<{ readonly header: SessionHeader; readonly events: ReadonlyArray<unknown> }, ReadError> =>
-  Effect.gen(function*() {
-    const version = loaded.storedVersion
-    if (version !== SESSION_FORMAT_VERSION) {
-      const newer = typeof version === "number" && version > SESSION_FORMAT_VERSION
-      return yield* new FormatUnsupported({
-        rule: newer ? "K1" : "K2",
-        found: version,
-        supported: SESSION_FORMAT_VERSION,
-        direction: newer ? "newer" : "older",
-        sessionId: loaded.header.id
-      })
-    }
-    const events = loaded.events
-    for (let i = 0; i < events.length; i++) {
-      const e = events[i]
-      if (!isRecord(e) || typeof e.type !== "string") continue
-      if (e.type === "request/header-delta" || e.type === "mode/set") continue
-      if (!KNOWN_EVENT_TYPES.has(e.type) && e.ignorable !== true) {
-        return yield* new UnknownEventType({ rule: "K7", seq: i, eventType: e.type })
-      }
-    }
-    return { header: loaded.header, events }
   })
 
 /** L9: a validation failure of stored events is corruption wrapping its cause (K10 stays unwrapped). */

@@ -360,10 +360,16 @@ export const checkParsed = (value: unknown, basePath: string = ""): WalkResult =
   return ok(value as Json)
 }
 
+/** Characters JSON.stringify escapes (surrogates included, so lone ones get `\udxxx`). */
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/
+
+/** JSON.stringify of a string; about twice as fast when nothing needs escaping. */
+const quote = (s: string): string => (NEEDS_ESCAPE.test(s) ? jsonStringify(s) : "\"" + s + "\"")
+
 const encodeScalar = (value: unknown): string => {
   switch (typeof value) {
     case "string":
-      return jsonStringify(value)
+      return quote(value)
     case "number":
       return value === Infinity || value === -Infinity || value !== value ? "null" : String(value)
     case "boolean":
@@ -412,12 +418,12 @@ export const encodeJson = (value: Json): string => {
         continue
       }
       const k = keys[i]
-      out += (i > 0 ? "," : "") + jsonStringify(k) + ":"
+      out += (i > 0 ? "," : "") + quote(k) + ":"
       v = node[k]
     }
     idxStack[f] = i + 1
     if (typeof v === "string") {
-      out += jsonStringify(v)
+      out += quote(v)
     } else if (typeof v !== "object" || v === null) {
       out += encodeScalar(v)
     } else if (isArray(v)) {

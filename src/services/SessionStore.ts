@@ -4,12 +4,13 @@
  * replacement under a revision check. Also the batch pre-checks every backend runs first.
  */
 import * as Context from "effect/Context"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
 import {
   AppendConflict,
-  type FormatUnsupported,
+  FormatUnsupported,
   InvalidEnvelope,
   type LegacyFormRefused,
+  SeqNotContiguous,
   NotLosslessJson,
   type RequestHeaderInvalid,
   type SessionExists,
@@ -17,11 +18,11 @@ import {
   type SessionNotFound,
   type StoreCorrupt,
   type StoreFailure,
-  type UnknownEventType
+  UnknownEventType
 } from "../schema/Errors.js"
 import { encodeEvent, isTrusted } from "../schema/EventCodec.js"
-import type { Event } from "../schema/Events.js"
-import { DEFAULT_MAX_EVENT_BYTES } from "../schema/Format.js"
+import { type Event, KNOWN_EVENT_TYPES } from "../schema/Events.js"
+import { DEFAULT_MAX_EVENT_BYTES, SESSION_FORMAT_VERSION } from "../schema/Format.js"
 import { utf8Length, walkJson } from "../schema/Json.js"
 import type { SessionHeader } from "../schema/SessionHeader.js"
 import { checkEnvelope, checkLegacy, checkRecordKind } from "../schema/Validation.js"
@@ -66,6 +67,9 @@ export type LoadError =
   | UnknownEventType
   | StoreFailure
 
+/** Errors of a cold read through the read pipeline. */
+export type ReadError = LoadError | LegacyFormRefused | StoreCorrupt
+
 /** The SessionStore service shape. */
 export interface SessionStoreShape {
   /** Validate and register a header; nothing is written until the first non-empty append. */
@@ -78,6 +82,8 @@ export interface SessionStoreShape {
   ) => Effect.Effect<void, StoreAppendError>
   /** Cold read of header, framing-valid events and torn tail. */
   readonly load: (id: string) => Effect.Effect<LoadResult, LoadError>
+  /** Events with `seq >= fromSeq` through the read pipeline, without repair (L10 for a bad fromSeq). */
+  readonly readFrom: (id: string, fromSeq: number) => Effect.Effect<ReadonlyArray<unknown>, ReadError | SeqNotContiguous>
   /** Headers of materialised sessions sorted by (createdAt, id). */
   readonly list: () => Effect.Effect<ReadonlyArray<SessionHeader>, StoreFailure>
   /** Durably remove the torn tail `load` reported, if the log is still at `revision`. */
@@ -162,3 +168,56 @@ export const precheckBatch = (
   }
   return { lines, events: out }
 }
+
+type Rec = Record<string, unknown>
+const isRecord = (v: unknown): v is Rec => typeof v === "object" && v !== null && !Array.isArray(v)
+
+/**
+ * The read pipeline after the backend read (SPEC §8.2): version (K1, K2; version 0 is refused
+ * until the v0→v1 edge lands) and vocabulary (K7).
+ */
+export const readPipeline = (
+  loaded: LoadResult
+): Effect.Effect<{ readonly header: SessionHeader; readonly events: ReadonlyArray<unknown> }, ReadError> =>
+  Effect.gen(function*() {
+    const version = loaded.storedVersion
+    if (version !== SESSION_FORMAT_VERSION) {
+      const newer = typeof version === "number" && version > SESSION_FORMAT_VERSION
+      return yield* new FormatUnsupported({
+        rule: newer ? "K1" : "K2",
+        found: version,
+        supported: SESSION_FORMAT_VERSION,
+        direction: newer ? "newer" : "older",
+        sessionId: loaded.header.id
+      })
+    }
+    const events = loaded.events
+    for (let i = 0; i < events.length; i++) {
+      const e = events[i]
+      if (!isRecord(e) || typeof e.type !== "string") continue
+      if (e.type === "request/header-delta" || e.type === "mode/set") continue
+      if (!KNOWN_EVENT_TYPES.has(e.type) && e.ignorable !== true) {
+        return yield* new UnknownEventType({ rule: "K7", seq: i, eventType: e.type })
+      }
+    }
+    return { header: loaded.header, events }
+  })
+
+
+/** `readFrom` on top of `load` and the read pipeline (backends may seek instead). */
+export const readFromLoad = (
+  load: (id: string) => Effect.Effect<LoadResult, LoadError>
+) =>
+(id: string, fromSeq: number): Effect.Effect<ReadonlyArray<unknown>, ReadError | SeqNotContiguous> =>
+  Effect.gen(function*() {
+    if (!Number.isSafeInteger(fromSeq) || fromSeq < 0) {
+      return yield* new SeqNotContiguous({
+        rule: "L10",
+        expected: 0,
+        actual: fromSeq,
+        detail: "readFrom needs a non-negative integer fromSeq"
+      })
+    }
+    const { events } = yield* readPipeline(yield* load(id))
+    return events.slice(fromSeq)
+  })
