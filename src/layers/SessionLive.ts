@@ -5,6 +5,7 @@
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as FiberRef from "effect/FiberRef"
 import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
@@ -66,7 +67,13 @@ export interface PreCommitValidator {
 export type ValidatorFactory = (header: SessionHeader) => Effect.Effect<PreCommitValidator>
 
 /** How appends reach the store. */
-export type PersistenceOptions = { readonly mode: "durable" }
+export type PersistenceOptions =
+  | { readonly mode: "durable" }
+  | {
+    readonly mode: "batched"
+    /** Fixed write-behind window in ms (default 200; an integer from 1 to 2,147,483,647). */
+    readonly windowMs?: number
+  }
 
 interface CommonOptions {
   readonly persistence?: PersistenceOptions
@@ -208,10 +215,110 @@ interface HandleInit {
   readonly firstLiveSeq: number
   readonly validators: ReadonlyArray<PreCommitValidator>
   readonly maxEventBytes: number
+  readonly persistence: PersistenceOptions | undefined
 }
 
 const foldContext = (event: Event): RequestContextType | undefined =>
   Schema.is(RequestContext)(event.data) ? event.data : undefined
+
+interface WriteBehind {
+  readonly enqueue: (event: Event) => Effect.Effect<void>
+  readonly flush: Effect.Effect<void, FlushError>
+}
+
+/**
+ * The write-behind controller of a batched handle (SPEC §7.3): the first event into an idle
+ * queue arms a fixed timer; on expiry the whole pending prefix is written as one batch; `flush`
+ * cancels the timer and drains to quiescence; a failed batch goes back to the front and pauses
+ * automatic retry until the next enqueue; an AppendConflict is never retried.
+ */
+const makeWriteBehind = (options: {
+  readonly windowMs: number
+  readonly storedNext: number
+  readonly write: (batch: ReadonlyArray<Event>) => Effect.Effect<void, FlushError>
+  readonly isFailed: () => boolean
+  readonly sessionId: string
+}): Effect.Effect<WriteBehind, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const scope = yield* Effect.scope
+    const writeLock = yield* Effect.makeSemaphore(1)
+    let pending: Array<Event> = []
+    let storedNext = options.storedNext
+    let timer: Fiber.RuntimeFiber<void> | undefined
+    let firstPendingAt = 0
+    let paused = false
+    let warned = false
+
+    // one batch: everything pending now; events arriving meanwhile form the next batch
+    const writeOnce: Effect.Effect<void, FlushError> = writeLock.withPermits(1)(Effect.uninterruptible(
+      Effect.suspend(() => {
+        if (options.isFailed()) {
+          pending = []
+          return Effect.void
+        }
+        const batch = pending.filter((e) => e.seq >= storedNext)
+        pending = []
+        if (batch.length === 0) return Effect.void
+        return options.write(batch).pipe(
+          Effect.tap(() =>
+            Effect.sync(() => {
+              storedNext = batch[batch.length - 1].seq + 1
+              warned = false
+            })
+          ),
+          Effect.tapError(() =>
+            Effect.sync(() => {
+              // an AppendConflict failed the handle: its pending events are never written
+              if (!options.isFailed()) pending = [...batch, ...pending]
+              paused = true
+            })
+          )
+        )
+      })
+    ))
+
+    const arm = (delayMs: number): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        paused = false
+        timer = yield* Effect.sleep(delayMs).pipe(
+          Effect.zipRight(Effect.suspend(() => {
+            timer = undefined
+            return writeOnce
+          })),
+          Effect.zipRight(Effect.suspend(() => {
+            if (pending.length === 0 || timer !== undefined) return Effect.void
+            return Clock.currentTimeMillis.pipe(
+              Effect.flatMap((now) => arm(Math.max(0, firstPendingAt + options.windowMs - now)))
+            )
+          })),
+          Effect.catchAll((e) =>
+            warned ? Effect.void : Effect.sync(() => {
+              warned = true
+            }).pipe(
+              Effect.zipRight(Effect.logWarning(`session ${options.sessionId}: background write failed`, e))
+            )
+          ),
+          Effect.forkIn(scope)
+        )
+      })
+
+    const enqueue = (event: Event): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        const wasIdle = pending.length === 0
+        pending.push(event)
+        if (wasIdle) firstPendingAt = yield* Clock.currentTimeMillis
+        if (timer === undefined && (wasIdle || paused)) yield* arm(options.windowMs)
+      })
+
+    const flush: Effect.Effect<void, FlushError> = Effect.gen(function*() {
+      const t = timer
+      timer = undefined
+      if (t !== undefined) yield* Fiber.interrupt(t)
+      while (pending.length > 0 && !options.isFailed()) yield* writeOnce
+    })
+
+    return { enqueue, flush }
+  })
 
 /** Build the handle over a validated, committed log. */
 const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never, Scope.Scope> =>
@@ -263,6 +370,25 @@ const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never, Scope.
       }
       return undefined
     }
+
+    const noteConflict = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+      Effect.tapError(effect, (e) =>
+        Effect.sync(() => {
+          if (e instanceof AppendConflict) {
+            state = "failed"
+            failure = e
+          }
+        }))
+
+    const batched = init.persistence?.mode === "batched"
+      ? yield* makeWriteBehind({
+        windowMs: init.persistence.windowMs ?? 200,
+        storedNext: log.length,
+        write: (batch) => noteConflict(store.append(id, batch, { expectedSeq: batch[0].seq })),
+        isFailed: () => state === "failed",
+        sessionId: id
+      })
+      : undefined
 
     const appendUnknown = (type: unknown, data: unknown, options?: AppendOptions): Effect.Effect<Event, AppendError> =>
       withLock(Effect.gen(function*() {
@@ -329,22 +455,14 @@ const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never, Scope.
         const plan = tracker.plan(frozen, seq)
         if (!isPlan(plan)) return yield* plan
         for (const v of validators) yield* v.check(frozen, { logLength: seq })
-        yield* store.append(id, [frozen], { expectedSeq: seq }).pipe(
-          Effect.tapError((e) =>
-            Effect.sync(() => {
-              if (e._tag === "AppendConflict") {
-                state = "failed"
-                failure = e
-              }
-            })
-          )
-        )
+        if (batched === undefined) yield* store.append(id, [frozen], { expectedSeq: seq }).pipe(noteConflict)
         // commit
         log.push(frozen)
         snapshot = undefined
         tracker.catchUp()
         foldHeaders(frozen)
         for (const v of validators) v.apply(frozen)
+        if (batched !== undefined) yield* batched.enqueue(frozen)
         yield* PubSub.publish(pubsub, frozen)
         return frozen
       }))
@@ -396,13 +514,16 @@ const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never, Scope.
 
     const flush: Effect.Effect<void, FlushError> = Effect.suspend(() => {
       const unusable = checkUsable()
-      return unusable === undefined ? Effect.void : Effect.fail(unusable)
+      if (unusable !== undefined) return Effect.fail(unusable)
+      return batched === undefined ? Effect.void : batched.flush
     })
 
     const close: Effect.Effect<void, FlushError> = withLock(Effect.suspend(() => {
       if (state === "closed") return Effect.void
-      state = "closed"
-      return Effect.void
+      const drain = state === "open" && batched !== undefined ? batched.flush : Effect.void
+      return drain.pipe(Effect.ensuring(Effect.sync(() => {
+        state = "closed"
+      })))
     }))
 
     const handle: SessionShape = {
@@ -427,6 +548,7 @@ const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never, Scope.
       flush,
       close,
       feed: Stream.fromPubSub(pubsub),
+      subscribe: Stream.fromPubSub(pubsub, { scoped: true }),
       changes: (fromSeq) =>
         Stream.unwrapScoped(withLock(Effect.gen(function*() {
           const sub = yield* PubSub.subscribe(pubsub)
@@ -463,7 +585,8 @@ export const create = (
       tracker: new SurfaceTracker(events),
       firstLiveSeq: 0,
       validators,
-      maxEventBytes: options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES
+      maxEventBytes: options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES,
+      persistence: options.persistence
     })
   })
 
@@ -499,7 +622,8 @@ export const fromSeed = (
       tracker,
       firstLiveSeq,
       validators,
-      maxEventBytes: options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES
+      maxEventBytes: options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES,
+      persistence: options.persistence
     })
   })
 
@@ -574,6 +698,7 @@ export const open = (
       tracker,
       firstLiveSeq,
       validators: r.validators,
-      maxEventBytes: options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES
+      maxEventBytes: options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES,
+      persistence: options.persistence
     })
   })

@@ -6,6 +6,7 @@
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
 import type {
   AppendConflict,
@@ -38,7 +39,7 @@ import type { Message } from "../schema/Messages.js"
 import type { RequestContext, RequestHeader } from "../schema/RequestHeader.js"
 import type { SessionHeader } from "../schema/SessionHeader.js"
 import * as SessionLive from "../layers/SessionLive.js"
-import type { SessionStore } from "./SessionStore.js"
+import type { SessionStore, StoreAppendError } from "./SessionStore.js"
 
 /** Everything an append can fail with. */
 export type AppendError =
@@ -58,8 +59,8 @@ export type AppendError =
   | StoreCorrupt
   | StoreFailure
 
-/** Errors of `flush` and `close`. */
-export type FlushError = AppendConflict | SessionNotFound | SessionExists | StoreCorrupt | StoreFailure
+/** Errors of `flush` and `close` (what a store append can fail with). */
+export type FlushError = StoreAppendError
 
 /** Typed append: a surface-eligible type cannot be written without its `SurfaceOp`. */
 export interface AppendFn {
@@ -121,6 +122,8 @@ export interface SessionShape {
   readonly close: Effect.Effect<void, FlushError>
   /** Committed live events from the moment the stream is run. */
   readonly feed: Stream.Stream<Event>
+  /** Subscribe now (in the current scope); the stream then yields every later commit. */
+  readonly subscribe: Effect.Effect<Stream.Stream<Event>, never, Scope.Scope>
   /** The log's events with `seq >= fromSeq`, then every later commit, without gap or duplicate. */
   readonly changes: (fromSeq: number) => Stream.Stream<Event>
   /** Run `effect` holding the append lock: its own appends proceed, other fibers wait. */
