@@ -591,13 +591,19 @@ export const create = (
   })
 
 /** Construct over validated events: add the end-seed marker when required (SPEC §2.4). */
-const withEndSeed = (events: Array<Event>, tracker: SurfaceTracker): Effect.Effect<Array<Event>> =>
+const withEndSeed = (
+  events: Array<Event>,
+  tracker: SurfaceTracker,
+  validators: ReadonlyArray<PreCommitValidator>
+): Effect.Effect<Array<Event>, InvariantViolation> =>
   Effect.gen(function*() {
     const last = events[events.length - 1]
     if (last !== undefined && last.type === "session/end-seed") return []
     const marker = endSeedMarker(events.length, yield* Clock.currentTimeMillis)
+    for (const v of validators) yield* v.check(marker, { logLength: events.length })
     events.push(marker)
     tracker.catchUp()
+    for (const v of validators) v.apply(marker)
     return [marker]
   })
 
@@ -612,7 +618,7 @@ export const fromSeed = (
     const validators = yield* instantiateValidators(checked, options.validators)
     const { events, tracker } = yield* validateSeed(options.seed, { validators })
     const firstLiveSeq = events.length
-    yield* withEndSeed(events, tracker)
+    yield* withEndSeed(events, tracker, validators)
     const header = yield* store.create(checked)
     yield* store.append(header.id, events, { expectedSeq: 0 })
     return yield* makeHandle({
@@ -685,7 +691,7 @@ export const open = (
     const r = yield* coldRead(id, options.validators ?? [])
     const { events, tracker } = r.all
     const firstLiveSeq = events.length
-    const marker = yield* withEndSeed(events, tracker)
+    const marker = yield* withEndSeed(events, tracker, r.validators)
     if (r.loaded.tornTail !== undefined) {
       yield* r.store.truncateTornTail(id, r.loaded.tornTail, { revision: r.loaded.revision })
     }
