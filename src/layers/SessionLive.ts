@@ -646,7 +646,7 @@ const coldRead = (id: string, extraValidators?: ReadonlyArray<ValidatorFactory>)
   Effect.gen(function*() {
     const store = yield* SessionStore
     const loaded = yield* store.load(id)
-    const { events: raw, header } = yield* readPipeline(loaded)
+    const { events: raw, header, upgraded } = yield* readPipeline(loaded)
     const validators = extraValidators === undefined ? [] : yield* instantiateValidators(header, extraValidators)
     // validate the stored events first (L9), then the closers computed from them
     const stored = yield* validateSeed(raw, { coldRead: true, validators }).pipe(Effect.mapError(wrapL9(id)))
@@ -660,6 +660,7 @@ const coldRead = (id: string, extraValidators?: ReadonlyArray<ValidatorFactory>)
       loaded,
       header,
       validators,
+      upgraded,
       kept,
       all,
       closers: all.events.slice(kept)
@@ -692,7 +693,13 @@ export const open = (
     const { events, tracker } = r.all
     const firstLiveSeq = events.length
     const marker = yield* withEndSeed(events, tracker, r.validators)
-    if (r.loaded.tornTail !== undefined) {
+    if (r.upgraded) {
+      // K3: persist the upgraded log (keeping the v0 original as a backup); drops a torn tail too
+      yield* r.store.replaceLog(id, r.header, events.slice(0, r.kept), {
+        revision: r.loaded.revision,
+        backup: "v0"
+      })
+    } else if (r.loaded.tornTail !== undefined) {
       yield* r.store.truncateTornTail(id, r.loaded.tornTail, { revision: r.loaded.revision })
     }
     const toWrite = [...r.closers, ...marker]

@@ -9,14 +9,14 @@ import {
   AppendConflict,
   FormatUnsupported,
   InvalidEnvelope,
-  type LegacyFormRefused,
+  LegacyFormRefused,
   SeqNotContiguous,
   NotLosslessJson,
   type RequestHeaderInvalid,
   type SessionExists,
   type SessionHeaderInvalid,
   type SessionNotFound,
-  type StoreCorrupt,
+  StoreCorrupt,
   type StoreFailure,
   UnknownEventType
 } from "../schema/Errors.js"
@@ -24,6 +24,7 @@ import { encodeEvent, isTrusted } from "../schema/EventCodec.js"
 import { type Event, KNOWN_EVENT_TYPES } from "../schema/Events.js"
 import { DEFAULT_MAX_EVENT_BYTES, SESSION_FORMAT_VERSION } from "../schema/Format.js"
 import { utf8Length, walkJson } from "../schema/Json.js"
+import { upgradeV0 } from "../schema/FormatV0.js"
 import type { SessionHeader } from "../schema/SessionHeader.js"
 import { checkEnvelope, checkLegacy, checkRecordKind } from "../schema/Validation.js"
 
@@ -178,10 +179,20 @@ const isRecord = (v: unknown): v is Rec => typeof v === "object" && v !== null &
  */
 export const readPipeline = (
   loaded: LoadResult
-): Effect.Effect<{ readonly header: SessionHeader; readonly events: ReadonlyArray<unknown> }, ReadError> =>
+): Effect.Effect<
+  { readonly header: SessionHeader; readonly events: ReadonlyArray<unknown>; readonly upgraded: boolean },
+  ReadError
+> =>
   Effect.gen(function*() {
     const version = loaded.storedVersion
-    if (version !== SESSION_FORMAT_VERSION) {
+    let header = loaded.header
+    let events = loaded.events
+    if (version === 0) {
+      const upgraded = upgradeV0(loaded.header.id, loaded.header, loaded.events)
+      if (upgraded instanceof LegacyFormRefused || upgraded instanceof StoreCorrupt) return yield* upgraded
+      header = upgraded.header
+      events = upgraded.events
+    } else if (version !== SESSION_FORMAT_VERSION) {
       const newer = typeof version === "number" && version > SESSION_FORMAT_VERSION
       return yield* new FormatUnsupported({
         rule: newer ? "K1" : "K2",
@@ -191,7 +202,6 @@ export const readPipeline = (
         sessionId: loaded.header.id
       })
     }
-    const events = loaded.events
     for (let i = 0; i < events.length; i++) {
       const e = events[i]
       if (!isRecord(e) || typeof e.type !== "string") continue
@@ -200,7 +210,7 @@ export const readPipeline = (
         return yield* new UnknownEventType({ rule: "K7", seq: i, eventType: e.type })
       }
     }
-    return { header: loaded.header, events }
+    return { header, events, upgraded: version === 0 }
   })
 
 
