@@ -45,10 +45,11 @@ import { type SessionHeader, validateSessionHeader } from "../schema/SessionHead
 import { checkEnvelope, checkLegacy, checkRecordKind, checkTypeShape } from "../schema/Validation.js"
 import { nextId } from "../services/IdGenerator.js"
 import { Invariants } from "../services/Invariants.js"
-import { closers as repairClosers } from "../services/Repair.js"
+import { Repair } from "../services/Repair.js"
 import type { AppendError, FlushError, RequestSnapshot, SessionShape } from "../services/Session.js"
 import {
   type LoadError,
+  type LoadResult,
   type ReadError,
   readPipeline,
   SessionStore,
@@ -642,43 +643,36 @@ export interface InspectResult {
   readonly tornTail: TornTail | undefined
 }
 
-const coldRead = (id: string, extraValidators?: ReadonlyArray<ValidatorFactory>) =>
+/** Read pipeline, stored events validated as a seed (L9), then the repair closers validated on top. */
+const repairLoaded = (loaded: LoadResult, extraValidators?: ReadonlyArray<ValidatorFactory>) =>
   Effect.gen(function*() {
-    const store = yield* SessionStore
-    const loaded = yield* store.load(id)
     const { events: raw, header, upgraded } = yield* readPipeline(loaded)
+    const id = header.id
     const validators = extraValidators === undefined ? [] : yield* instantiateValidators(header, extraValidators)
-    // validate the stored events first (L9), then the closers computed from them
     const stored = yield* validateSeed(raw, { coldRead: true, validators }).pipe(Effect.mapError(wrapL9(id)))
-    const closers = repairClosers(stored.events)
+    const repair = yield* Repair
+    const closers = repair.closers(stored.events)
     const kept = stored.events.length
     const all = yield* validateSeed(closers, { coldRead: true, validators, continueFrom: stored }).pipe(
       Effect.mapError(wrapL9(id))
     )
-    return {
-      store,
-      loaded,
-      header,
-      validators,
-      upgraded,
-      kept,
-      all,
-      closers: all.events.slice(kept)
-    }
+    return { loaded, header, validators, upgraded, kept, all, closers: all.events.slice(kept) }
   })
 
-/** Cold-read a session with its repair closers, in memory only (SPEC §7.2); never writes. */
-export const inspect = (id: string): Effect.Effect<InspectResult, ReadError, SessionStore> =>
-  Effect.gen(function*() {
-    const r = yield* coldRead(id)
-    return Object.freeze({
+/** The repaired in-memory view of a loaded session (SPEC §7.2 steps 2–3); never writes. */
+export const inspectLoaded = (loaded: LoadResult): Effect.Effect<InspectResult, ReadError> =>
+  Effect.map(repairLoaded(loaded), (r) =>
+    Object.freeze({
       header: r.header,
       storedVersion: r.loaded.storedVersion,
       events: Object.freeze(r.all.events),
       closers: Object.freeze(r.closers),
       tornTail: r.loaded.tornTail
-    })
-  })
+    }))
+
+/** Cold-read a session with its repair closers, in memory only (SPEC §7.2); never writes. */
+export const inspect = (id: string): Effect.Effect<InspectResult, ReadError, SessionStore> =>
+  Effect.flatMap(SessionStore, (store) => Effect.flatMap(store.load(id), inspectLoaded))
 
 /**
  * Resume a stored session (SPEC §7.2): read pipeline, repair closers, validation as a seed, then
@@ -689,7 +683,8 @@ export const open = (
   options: OpenOptions = {}
 ): Effect.Effect<SessionShape, OpenError, SessionStore | Scope.Scope> =>
   Effect.gen(function*() {
-    const r = yield* coldRead(id, options.validators ?? [])
+    const store = yield* SessionStore
+    const r = { store, ...yield* repairLoaded(yield* store.load(id), options.validators ?? []) }
     const { events, tracker } = r.all
     const firstLiveSeq = events.length
     const marker = yield* withEndSeed(events, tracker, r.validators)

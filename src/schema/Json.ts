@@ -98,7 +98,8 @@ const pointer = (
 }
 
 /** The constructor name of a prototype, read through descriptors so no hook runs. */
-const protoName = (proto: object): string => {
+const protoName = (proto: object | null): string => {
+  if (proto === null) return "null prototype"
   const c = getDesc(proto, "constructor")
   if (c !== undefined && typeof c.value === "function") {
     const n = getDesc(c.value, "name")
@@ -168,6 +169,9 @@ export const walkJson = (value: unknown, basePath: string = ""): WalkResult => {
   return result
 }
 
+/** Sentinel: the classified value was a container, already attached to its parent. */
+const NO_VALUE: unknown = Symbol("NO_VALUE")
+
 /**
  * The walk proper. Frames are kept in parallel stacks: the source container, its copy, its own
  * keys (`null` for an array, whose keys are its indices), the next key position and the count.
@@ -218,14 +222,15 @@ const walkContainer = (root: object, basePath: string): WalkResult => {
         let len: number
         if (isArray(val)) {
           if (proto !== ArrayProto) {
-            return fail("A8", pointer(basePath, keysStack, idxStack, sp), `array subclass ${protoName(proto)}`)
+            return fail("A8", pointer(basePath, keysStack, idxStack, sp), `array with ${protoName(proto)}`)
           }
           // A7: own keys must be exactly the indices 0..length-1 followed by "length" (ordinary
           // arrays list indices ascending, then "length", then other strings, then symbols).
           len = (val as ReadonlyArray<unknown>).length
           const names = ownNames(val)
           if (names.length !== len + 1 || names[len] !== "length" || ownSymbols(val).length !== 0) {
-            return fail("A7", pointer(basePath, keysStack, idxStack, sp), sparseDetail(val as ReadonlyArray<unknown>, ownKeys(val)))
+            const detail = sparseDetail(val as ReadonlyArray<unknown>, ownKeys(val))
+            return fail("A7", pointer(basePath, keysStack, idxStack, sp), detail)
           }
           copy = [] as unknown as Container
           keys = null
@@ -305,9 +310,6 @@ const walkContainer = (root: object, basePath: string): WalkResult => {
   }
 }
 
-/** Sentinel: the classified value was a container already attached to its parent. */
-const NO_VALUE: unknown = Symbol("NO_VALUE")
-
 /** Store a child into a copy: index assignment on a fresh array, a defined data key on an object (A13). */
 const attach = (copy: Container, keys: Keys | null, i: number, value: unknown): void => {
   if (keys === null) {
@@ -324,10 +326,13 @@ export const checkParsed = (value: unknown, basePath: string = ""): WalkResult =
     const rule = scalarRule(value)
     return rule === undefined ? ok(value as Json) : fail(rule, basePath, scalarDetail(rule, value))
   }
+  // Precondition: `value` came from JSON.parse (plain data properties, no cycles), so only
+  // numbers need checking; containers are frozen in place as their frames pop.
   const nodeStack: Array<Container> = [value as Container]
   const keysStack: Array<Keys | null> = [isArray(value) ? null : objectKeys(value)]
   const idxStack: Array<number> = [0]
-  const lenStack: Array<number> = [keysStack[0] === null ? (value as ReadonlyArray<unknown>).length : keysStack[0].length]
+  const rootKeys = keysStack[0]
+  const lenStack: Array<number> = [rootKeys === null ? (value as ReadonlyArray<unknown>).length : rootKeys.length]
   let sp = 1
   while (sp > 0) {
     const f = sp - 1
@@ -341,7 +346,9 @@ export const checkParsed = (value: unknown, basePath: string = ""): WalkResult =
     const keys = keysStack[f]
     const v = nodeStack[f][keys === null ? i : keys[i]]
     if (typeof v === "number") {
-      if (v !== v || v === Infinity || v === -Infinity) return fail("A4", pointer(basePath, keysStack, idxStack, sp), String(v))
+      if (v !== v || v === Infinity || v === -Infinity) {
+        return fail("A4", pointer(basePath, keysStack, idxStack, sp), String(v))
+      }
       if (v === 0 && 1 / v < 0) return fail("A5", pointer(basePath, keysStack, idxStack, sp), "-0")
     } else if (typeof v === "object") {
       if (v === null) continue

@@ -114,11 +114,15 @@ export const closers = (events: ReadonlyArray<Event>): Array<Event> => {
   return out
 }
 
-/** The Repair service: computes crash closers. */
-export class Repair extends Context.Tag("effect-session-log/Repair")<
-  Repair,
-  { readonly closers: (events: ReadonlyArray<Event>) => ReadonlyArray<Event> }
->() {}
+/** The Repair service shape. */
+export interface RepairShape {
+  readonly closers: (events: ReadonlyArray<Event>) => ReadonlyArray<Event>
+}
+
+/** The Repair service: computes crash closers (the SPEC §6 policy unless a layer provides another). */
+export class Repair extends Context.Reference<Repair>()("effect-session-log/Repair", {
+  defaultValue: (): RepairShape => ({ closers })
+}) {}
 
 /** The standard repair policy of SPEC §6. */
 export const layer: Layer.Layer<Repair> = Layer.succeed(Repair, { closers })

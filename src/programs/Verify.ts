@@ -1,0 +1,60 @@
+/**
+ * Verification of stored sessions (SPEC §12): a cold read through the read pipeline, the stored
+ * events validated as a seed, and a report of either the kept event count and surface or the
+ * first rejection (L9 unwrapped to its innermost rule error). Reading never writes (L8).
+ */
+import * as Effect from "effect/Effect"
+import { type SessionLogError, StoreCorrupt } from "../schema/Errors.js"
+import { validateSeed } from "../layers/SessionLive.js"
+import { type LoadError, type LoadResult, readPipeline, SessionStore } from "../services/SessionStore.js"
+
+/** The first rejection, as printed by `verify --json`. */
+export interface ErrorReport {
+  readonly _tag: string
+  readonly rule: string | null
+  readonly seq: number | null
+  readonly message: string
+}
+
+/** A verification result. */
+export type VerifyReport =
+  | { readonly ok: true; readonly events: number; readonly surface: ReadonlyArray<number> }
+  | { readonly ok: false; readonly error: ErrorReport }
+
+/** Unwrap L9 corruption to the rule error that caused it. */
+export const innermost = (e: SessionLogError): SessionLogError => {
+  let cur: SessionLogError = e
+  while (cur instanceof StoreCorrupt && cur.rule === "L9" && typeof cur.cause === "object" && cur.cause !== null &&
+    "_tag" in cur.cause) {
+    cur = cur.cause as SessionLogError
+  }
+  return cur
+}
+
+/** The `{_tag, rule, seq, message}` report of an error (L9 unwrapped). */
+export const errorReport = (error: SessionLogError): ErrorReport => {
+  const e = innermost(error)
+  const rule = "rule" in e && typeof e.rule === "string" ? e.rule : null
+  const seq = "seq" in e && typeof e.seq === "number" ? e.seq : null
+  return { _tag: e._tag, rule, seq, message: e.message }
+}
+
+/** Validate a loaded session: read pipeline, then the stored events as a seed. */
+export const verifyLoaded = (loaded: LoadResult): Effect.Effect<VerifyReport> =>
+  Effect.gen(function*() {
+    const { events } = yield* readPipeline(loaded)
+    const { events: valid, tracker } = yield* validateSeed(events, { coldRead: true })
+    return { ok: true as const, events: valid.length, surface: tracker.nodes.slice() }
+  }).pipe(Effect.catchAll((e) => Effect.succeed({ ok: false as const, error: errorReport(e) })))
+
+/** Verify one stored session; a failed read is reported like any rejection. */
+export const verifySession = (id: string): Effect.Effect<VerifyReport, never, SessionStore> =>
+  Effect.gen(function*() {
+    const store = yield* SessionStore
+    return yield* store.load(id).pipe(
+      Effect.matchEffect({
+        onFailure: (e: LoadError) => Effect.succeed({ ok: false as const, error: errorReport(e) }),
+        onSuccess: verifyLoaded
+      })
+    )
+  })
