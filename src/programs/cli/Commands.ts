@@ -1,0 +1,565 @@
+/**
+ * The `session-log` commands (DESIGN.md §6, SPEC §12), a thin layer over the services and
+ * programs. Each command prints one JSON document with `--json`, text for people otherwise, and
+ * records its exit code: 0 ok, 1 invalid data, 2 unusable input or I/O failure.
+ */
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as PlatformCommand from "@effect/platform/Command"
+import type * as CommandExecutor from "@effect/platform/CommandExecutor"
+import * as FileSystem from "@effect/platform/FileSystem"
+import * as Path from "@effect/platform/Path"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
+import { SessionNotFound } from "../../schema/Errors.js"
+import type { Event } from "../../schema/Events.js"
+import type { Message } from "../../schema/Messages.js"
+import { encodeSessionId } from "../../schema/SessionIdEncoding.js"
+import { readJsonlFile, toJsonlText } from "../../layers/JsonlStore.js"
+import { type InspectResult, inspectLoaded, requestAtLog, validateSeed } from "../../layers/SessionLive.js"
+import * as Session from "../../services/Session.js"
+import { readPipeline, SessionStore } from "../../services/SessionStore.js"
+import { foldSurface } from "../../services/SurfaceManager.js"
+import * as Demo from "../Demo.js"
+import { verifyLoaded, type VerifyReport, verifySession } from "../Verify.js"
+import {
+  bold,
+  clip,
+  describeError,
+  dim,
+  errorDocument,
+  exitCodeFor,
+  green,
+  printJson,
+  progress,
+  red,
+  table,
+  yellow
+} from "./Output.js"
+import {
+  loadSource,
+  openStore,
+  parseStoreSpec,
+  type SessionSource,
+  sessionSource,
+  type StoreSpec,
+  UsageError
+} from "./Target.js"
+
+/** The process exit code the last command asked for. */
+export const exitState = { code: 0 }
+
+const setExit = (code: number) => Effect.sync(() => void (exitState.code = Math.max(exitState.code, code)))
+
+type Platform = FileSystem.FileSystem | Path.Path | CommandExecutor.CommandExecutor
+type Env = Platform | Scope.Scope
+
+/** Run a command body; on failure print the error document (or explanation) and set the exit code. */
+const runCommand = <A, E extends { readonly _tag: string }>(
+  json: boolean,
+  body: Effect.Effect<A, E, Env>,
+  render: (a: A) => Effect.Effect<void>
+): Effect.Effect<void, never, Platform> =>
+  Effect.scoped(body).pipe(
+    Effect.matchEffect({
+      onSuccess: render,
+      onFailure: (e) =>
+        Effect.zipRight(
+          json ? printJson(errorDocument(e)) : Console.error(describeError(e)),
+          setExit(exitCodeFor(e._tag))
+        )
+    })
+  )
+
+const fail = <E>(e: E) => Effect.fail(e)
+
+// --- shared options -------------------------------------------------------------------------
+
+const json = Options.boolean("json").pipe(Options.withDescription("print one JSON document on stdout"))
+const store = Options.text("store").pipe(
+  Options.withDefault("./sessions.db"),
+  Options.withDescription("a SQLite file (*.db, *.sqlite) or jsonl:<dir>")
+)
+const session = Options.text("session").pipe(Options.optional, Options.withDescription("session id in --store"))
+const file = Args.text({ name: "file.jsonl" }).pipe(Args.optional)
+const at = Options.integer("at").pipe(Options.optional, Options.withDescription("event seq"))
+
+const resolve = (fileArg: Option.Option<string>, sessionOpt: Option.Option<string>, storeOpt: string) => {
+  const src = sessionSource(fileArg, sessionOpt, storeOpt)
+  return src instanceof UsageError ? fail(src) : Effect.succeed(src)
+}
+
+const resolveSpec = (storeOpt: string) => {
+  const spec = parseStoreSpec(storeOpt)
+  return spec instanceof UsageError ? fail(spec) : Effect.succeed(spec)
+}
+
+/** Cold read + read pipeline + validation + repair view (nothing written). */
+const inspectSource = (src: SessionSource) => Effect.flatMap(loadSource(src), inspectLoaded)
+
+/** The stored events of an inspection (closers excluded). */
+const storedEvents = (r: InspectResult): ReadonlyArray<Event> => r.events.slice(0, r.events.length - r.closers.length)
+
+const textOf = (m: { readonly content: ReadonlyArray<unknown> }): string =>
+  m.content.map((b) => {
+    const block = b as Record<string, unknown>
+    switch (block.type) {
+      case "text":
+      case "reasoning":
+        return String(block.text)
+      case "tool-call":
+        return `→ ${String(block.name)}(${String(block.arguments)})`
+      case "tool-result":
+        return `← ${textOf({ content: (block.content as ReadonlyArray<unknown>) ?? [] })}`
+      default:
+        return `[${String(block.type)}]`
+    }
+  }).join(" ")
+
+const surfaceLabel = (e: Event): string =>
+  e.surfaceOp === undefined ? "" : e.surfaceOp === "append" ? "append" : `replace ${e.surfaceOp.start}..${e.surfaceOp.end}`
+
+const summary = (e: Event): string => {
+  const d = e.data as Record<string, unknown> | null
+  if (d === null || typeof d !== "object") return ""
+  switch (e.type) {
+    case "user/message":
+    case "context/message":
+      return textOf(d as unknown as Message)
+    case "assistant/message":
+    case "tool/result":
+      return textOf(d.message as Message)
+    case "assistant/chunk": {
+      const c = d.chunk as Record<string, unknown>
+      return `${String(c.type)} ${c.text === undefined ? "" : JSON.stringify(c.text)}`
+    }
+    case "turn/start":
+    case "step/start":
+    case "step/end":
+      return `turn ${String(d.turn)}${d.step === undefined ? "" : ` step ${String(d.step)}`}`
+    case "turn/end":
+      return `turn ${String(d.turn)} ${String((d.reason as Record<string, unknown>)?.kind)}`
+    case "tool/call":
+      return `${String(d.name)} ${String(d.callId)}`
+    case "request/header": {
+      const cfg = ((d.header as Record<string, unknown>)?.config ?? {}) as Record<string, unknown>
+      return `${String(d.reason)} ${String(cfg.provider)}/${String(cfg.model)}`
+    }
+    default:
+      return ""
+  }
+}
+
+const eventRows = (events: ReadonlyArray<Event>) =>
+  events.map((e) => [String(e.seq), String(e.time), e.type, surfaceLabel(e), clip(summary(e))])
+
+const messageRows = (messages: ReadonlyArray<Message>) => messages.map((m) => [m.role, m.id, clip(textOf(m), 80)])
+
+// --- commands -------------------------------------------------------------------------------
+
+const listCommand = Command.make("list", { json, store }, (o) =>
+  runCommand(
+    o.json,
+    Effect.gen(function*() {
+      const spec = yield* resolveSpec(o.store)
+      const { store: s } = yield* openStore(spec, { mustExist: true })
+      if (s === undefined) return []
+      const headers = yield* s.list()
+      return yield* Effect.forEach(headers, (h) =>
+        s.load(h.id).pipe(
+          Effect.map((l) => ({ ...h, events: l.events.length })),
+          Effect.orElseSucceed(() => ({ ...h, events: null }))
+        ))
+    }),
+    (rows) =>
+      o.json ? printJson(rows) : Console.log(
+        rows.length === 0 ? dim("no sessions") : table(
+          ["ID", "CREATED", "EVENTS"],
+          rows.map((r) => [r.id, new Date(r.createdAt).toISOString(), String(r.events ?? "?")])
+        )
+      )
+  )).pipe(Command.withDescription("sessions in a store"))
+
+const showCommand = Command.make("show", { json, store, session, file }, (o) =>
+  runCommand(
+    o.json,
+    Effect.flatMap(resolve(o.file, o.session, o.store), inspectSource),
+    (r) => o.json ? printJson(storedEvents(r)) : Console.log(table(["SEQ", "TIME", "TYPE", "SURFACE", "SUMMARY"], eventRows(storedEvents(r))))
+  )).pipe(Command.withDescription("events, one line each"))
+
+const renderVerify = (jsonOut: boolean, report: VerifyReport, label: string) =>
+  Effect.zipRight(
+    jsonOut ? printJson(report) : Console.log(
+      report.ok
+        ? `${green("valid")} ${label}: ${report.events} events, ${report.surface.length} surface nodes`
+        : `${red("invalid")} ${label}\n  ${describeError(report.error as unknown as { _tag: string })}`
+    ),
+    setExit(report.ok ? 0 : exitCodeFor(report.error._tag))
+  )
+
+const verifyCommand = Command.make("verify", { json, store, session, file }, (o) =>
+  Effect.gen(function*() {
+    if (Option.isNone(o.file) && Option.isNone(o.session)) {
+      // a whole store
+      return yield* runCommand(
+        o.json,
+        Effect.gen(function*() {
+          const spec = yield* resolveSpec(o.store)
+          const { store: s } = yield* openStore(spec, { mustExist: true })
+          if (s === undefined) return yield* new UsageError({ detail: `no store at ${o.store}` })
+          const headers = yield* s.list()
+          const bar = progress("verify", headers.length)
+          const reports: Array<VerifyReport & { id: string }> = []
+          for (const h of headers) {
+            reports.push({ id: h.id, ...(yield* verifySession(h.id).pipe(Effect.provideService(SessionStore, s))) })
+            yield* bar.tick(reports.length)
+          }
+          yield* bar.done
+          return reports
+        }),
+        (reports) =>
+          Effect.gen(function*() {
+            if (o.json) yield* printJson(reports)
+            else {
+              for (const r of reports) yield* renderVerify(false, r, r.id)
+              if (reports.length === 0) yield* Console.log(dim("no sessions"))
+            }
+            for (const r of reports) if (!r.ok) yield* setExit(exitCodeFor(r.error._tag))
+          })
+      )
+    }
+    return yield* runCommand(
+      o.json,
+      Effect.gen(function*() {
+        const src = yield* resolve(o.file, o.session, o.store)
+        const loaded = yield* loadSource(src).pipe(Effect.either)
+        if (loaded._tag === "Left") return { ok: false as const, error: errorDocument(loaded.left).error }
+        return yield* verifyLoaded(loaded.right)
+      }),
+      (report) => renderVerify(o.json, report, Option.getOrElse(o.file, () => Option.getOrElse(o.session, () => "")))
+    )
+  })).pipe(Command.withDescription("validate a session, a file or a whole store (exit 0 valid, 1 invalid, 2 unreadable)"))
+
+const messagesCommand = Command.make("messages", { json, store, session, file }, (o) =>
+  runCommand(
+    o.json,
+    Effect.gen(function*() {
+      const r = yield* Effect.flatMap(resolve(o.file, o.session, o.store), inspectSource)
+      const events = storedEvents(r)
+      const last = requestAtLog(events, events.length - 1)
+      return "messages" in last ? last.messages : []
+    }),
+    (messages) => o.json ? printJson(messages) : Console.log(table(["ROLE", "ID", "CONTENT"], messageRows(messages)))
+  )).pipe(Command.withDescription("derived model messages"))
+
+const transcriptCommand = Command.make("transcript", { json, store, session, file }, (o) =>
+  runCommand(
+    o.json,
+    Effect.gen(function*() {
+      const r = yield* Effect.flatMap(resolve(o.file, o.session, o.store), inspectSource)
+      return storedEvents(r).filter((e) => e.surfaceOp === "append")
+    }),
+    (events) =>
+      o.json ? printJson(events) : Console.log(table(["SEQ", "TYPE", "CONTENT"], events.map((e) => [String(e.seq), e.type, clip(summary(e), 80)])))
+  )).pipe(Command.withDescription("human transcript (append-origin events, replacements not applied)"))
+
+const surfaceCommand = Command.make("surface", { json, store, session, file }, (o) =>
+  runCommand(
+    o.json,
+    Effect.gen(function*() {
+      const r = yield* Effect.flatMap(resolve(o.file, o.session, o.store), inspectSource)
+      const fold = foldSurface(storedEvents(r))
+      return "nodes" in fold ? fold : { nodes: [], replacements: [] }
+    }),
+    (fold) =>
+      o.json ? printJson(fold) : Console.log(
+        `${bold("surface")} ${fold.nodes.join(", ") || dim("(empty)")}\n` + (fold.replacements.length === 0
+          ? dim("no replacements")
+          : table(
+            ["SEQ", "RANGE", "SHADOWED"],
+            fold.replacements.map((x) => [String(x.seq), `${x.start}..${x.end}`, x.shadowedSeqs.join(", ")])
+          ))
+      )
+  )).pipe(Command.withDescription("surface nodes and replacement history"))
+
+const requestCommand = Command.make("request", { json, store, session, file, at }, (o) =>
+  runCommand(
+    o.json,
+    Effect.gen(function*() {
+      const r = yield* Effect.flatMap(resolve(o.file, o.session, o.store), inspectSource)
+      const events = storedEvents(r)
+      const seq = Option.getOrElse(o.at, () => events.length - 1)
+      const snap = requestAtLog(events, seq)
+      if ("_tag" in snap) return yield* snap
+      return { seq, header: snap.header ?? null, messages: snap.messages }
+    }),
+    (req) =>
+      o.json ? printJson({ header: req.header, messages: req.messages }) : Console.log(
+        `${bold(`request at seq ${req.seq}`)}\n` +
+          (req.header === null
+            ? dim("no request header")
+            : `${req.header.config.provider}/${req.header.config.model}` +
+              (req.header.system === undefined ? "" : `\nsystem: ${clip(req.header.system, 100)}`) +
+              (req.header.tools === undefined ? "" : `\ntools: ${req.header.tools.map((t) => t.name).join(", ")}`)) +
+          `\n${table(["ROLE", "ID", "CONTENT"], messageRows(req.messages))}`
+      )
+  )).pipe(Command.withDescription("the exact request in force at --at <seq> (header + messages)"))
+
+const dryRun = Options.boolean("dry-run").pipe(Options.withDescription("print the closers without writing"))
+
+/** Open a file source as a session of the JSONL store of its directory. */
+const storeOfSource = (src: SessionSource) =>
+  Effect.gen(function*() {
+    if (src.kind === "store") return { spec: src.spec, id: src.id }
+    const path = yield* Path.Path
+    const loaded = yield* readJsonlFile(src.path)
+    return { spec: { kind: "jsonl", root: path.dirname(src.path) } as StoreSpec, id: loaded.header.id }
+  })
+
+const repairCommand = Command.make("repair", { json, store, session, file, dryRun }, (o) =>
+  runCommand(
+    o.json,
+    Effect.gen(function*() {
+      const src = yield* resolve(o.file, o.session, o.store)
+      if (o.dryRun) return (yield* inspectSource(src)).closers
+      const { id, spec } = yield* storeOfSource(src)
+      const { store: s } = yield* openStore(spec, { mustExist: true })
+      if (s === undefined) return yield* new SessionNotFound({ rule: "L11", sessionId: id, detail: "no such store" })
+      const before = (yield* s.load(id)).events.length
+      const handle = yield* Session.open(id).pipe(Effect.provideService(SessionStore, s))
+      const events = yield* handle.events
+      return events.slice(before).filter((e) => e.type !== "session/end-seed")
+    }),
+    (closers) =>
+      o.json
+        ? printJson(closers)
+        : Console.log(
+          closers.length === 0
+            ? green("nothing to repair")
+            : `${o.dryRun ? yellow("would append") : green("appended")}\n${
+              table(["SEQ", "TIME", "TYPE", "SURFACE", "SUMMARY"], eventRows(closers))
+            }`
+        )
+  )).pipe(Command.withDescription("append crash closers (--dry-run prints them)"))
+
+const out = Options.text("out").pipe(Options.optional, Options.withDescription("output file (or directory for a store)"))
+
+const exportCommand = Command.make("export", { json, store, session, file, out }, (o) =>
+  runCommand(
+    o.json,
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const path = yield* Path.Path
+      const texts: Array<{ id: string; text: string; events: number }> = []
+      if (Option.isNone(o.session) && Option.isNone(o.file)) {
+        const spec = yield* resolveSpec(o.store)
+        const { store: s } = yield* openStore(spec, { mustExist: true })
+        if (s === undefined) return yield* new UsageError({ detail: `no store at ${o.store}` })
+        if (Option.isNone(o.out)) return yield* new UsageError({ detail: "exporting a whole store needs --out <dir>" })
+        const headers = yield* s.list()
+        const bar = progress("export", headers.length)
+        for (const h of headers) {
+          const loaded = yield* s.load(h.id)
+          const { events, header } = yield* readPipeline(loaded)
+          const valid = yield* validateSeed(events, { coldRead: true })
+          texts.push({ id: h.id, text: toJsonlText(header, valid.events), events: valid.events.length })
+          yield* bar.tick(texts.length)
+        }
+        yield* bar.done
+      } else {
+        const src = yield* resolve(o.file, o.session, o.store)
+        const r = yield* inspectSource(src)
+        const events = storedEvents(r)
+        texts.push({ id: r.header.id, text: toJsonlText({ ...r.header, version: 1 }, events), events: events.length })
+      }
+      if (Option.isNone(o.out)) {
+        if (o.json) return yield* new UsageError({ detail: "--json needs --out (the JSONL text is the output otherwise)" })
+        return { texts, written: false }
+      }
+      const single = Option.isSome(o.session) || Option.isSome(o.file)
+      if (single) yield* fs.writeFileString(o.out.value, texts[0].text)
+      else {
+        yield* fs.makeDirectory(o.out.value, { recursive: true })
+        for (const t of texts) yield* fs.writeFileString(path.join(o.out.value, `${encodeSessionId(t.id)}.jsonl`), t.text)
+      }
+      return { texts, written: true }
+    }),
+    (r) =>
+      !r.written
+        ? Effect.sync(() => void process.stdout.write(r.texts.map((t) => t.text).join("")))
+        : o.json
+        ? printJson({ sessions: r.texts.length, events: r.texts.reduce((n, t) => n + t.events, 0) })
+        : Console.log(`${green("exported")} ${r.texts.length} session(s), ${r.texts.reduce((n, t) => n + t.events, 0)} events`)
+  )).pipe(Command.withDescription("write sessions as JSONL (format version 1)"))
+
+const files = Args.text({ name: "file.jsonl" }).pipe(Args.repeated)
+
+const importCommand = Command.make("import", { json, store, files }, (o) =>
+  runCommand(
+    o.json,
+    Effect.gen(function*() {
+      if (o.files.length === 0) return yield* new UsageError({ detail: "give one or more .jsonl files to import" })
+      const spec = yield* resolveSpec(o.store)
+      const { store: s } = yield* openStore(spec, { mustExist: false })
+      if (s === undefined) return yield* new UsageError({ detail: `cannot open ${o.store}` })
+      const bar = progress("import", o.files.length)
+      let events = 0
+      let n = 0
+      for (const f of o.files) {
+        const { events: raw, header } = yield* readPipeline(yield* readJsonlFile(f))
+        const valid = yield* validateSeed(raw, { coldRead: true })
+        const created = yield* s.create(header)
+        yield* s.append(created.id, valid.events, { expectedSeq: 0 })
+        events += valid.events.length
+        yield* bar.tick(++n)
+      }
+      yield* bar.done
+      return { sessions: n, events }
+    }),
+    (r) => o.json ? printJson(r) : Console.log(`${green("imported")} ${r.sessions} session(s), ${r.events} events`)
+  )).pipe(Command.withDescription("read JSONL files into a store"))
+
+// --- demo -----------------------------------------------------------------------------------
+
+const DEMO_ID = "demo-session"
+const demoStore = Options.text("store").pipe(Options.withDefault("./.demo/demo.db"))
+
+const demoTurns = Effect.gen(function*() {
+  yield* Demo.scriptedTurn(1, "What is in this repository?", [
+    { text: "Let me look at the files.", calls: [{ name: "list_files", args: { dir: "." }, result: "README.md\nsrc/\ntest/\npackage.json" }] },
+    { text: "The repository has a README, sources under src/ and tests under test/." }
+  ], "initial")
+  yield* Demo.scriptedTurn(2, "Summarise the README.", [
+    {
+      text: "Reading it.",
+      calls: [{ name: "read_file", args: { path: "README.md" }, result: "# effect-session-log\n" + "An event-sourced session log for LLM agents. ".repeat(40) }]
+    },
+    { text: "It describes an event-sourced session log whose model messages are derived through a surface." }
+  ], undefined)
+})
+
+/** The child half of the demo: reopen the session and die inside a tool body (SIGKILL). */
+const demoCrashCommand = Command.make("demo-crash", { store: demoStore }, (o) =>
+  runCommand(
+    false,
+    Effect.gen(function*() {
+      const spec = yield* resolveSpec(o.store)
+      const { store: s } = yield* openStore(spec, { mustExist: true })
+      if (s === undefined) return yield* new UsageError({ detail: "run the demo first" })
+      const handle = yield* Session.open(DEMO_ID).pipe(Effect.provideService(SessionStore, s))
+      const turn = 1 + (yield* handle.events).filter((e) => e.type === "turn/start").length
+      return yield* Demo.crashingTurn(turn, Effect.sync(() => process.kill(process.pid, "SIGKILL")).pipe(Effect.zipRight(Effect.never)))
+        .pipe(Effect.provideService(Session.Session, handle))
+    }),
+    () => Effect.void
+  ))
+
+const demoCommand = Command.make("demo", { json, store: demoStore }, (o) =>
+  runCommand(
+    o.json,
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const path = yield* Path.Path
+      const spec = yield* resolveSpec(o.store)
+      const location = spec.kind === "sqlite" ? spec.filename : spec.root
+      // a fresh store every run
+      for (const suffix of ["", "-wal", "-shm"]) yield* fs.remove(location + suffix, { recursive: true }).pipe(Effect.ignore)
+      yield* fs.makeDirectory(path.dirname(location), { recursive: true })
+      const say = (line: string) => (o.json ? Effect.void : Console.log(line))
+
+      yield* say(bold("1. A scripted agent works through two turns with tool calls"))
+      const compaction = yield* Effect.scoped(Effect.gen(function*() {
+        const { store: s } = yield* openStore(spec, { mustExist: false })
+        const handle = yield* Session.create({ id: DEMO_ID }).pipe(Effect.provideService(SessionStore, s!))
+        return yield* Effect.gen(function*() {
+          yield* demoTurns
+          yield* say(bold("2. Compaction replaces the first turn with a checkpoint summary"))
+          const replaced = yield* Demo.compactHead(4, "The user asked what the repository contains; it has a README, src/ and test/.")
+          yield* say(bold("3. The pruner trims the largest tool result (content-only rewrite)"))
+          const pruned = yield* Demo.pruneLargestResult
+          return { replaced: replaced?.seq ?? null, pruned: pruned?.seq ?? null, events: (yield* handle.events).length }
+        }).pipe(Effect.provideService(Session.Session, handle))
+      }))
+
+      yield* say(bold("4. A child process reopens the session and is killed (SIGKILL) inside a tool call"))
+      const script = process.argv[1]
+      const child = PlatformCommand.make(process.execPath, script, "demo-crash", "--store", o.store)
+      const code = yield* PlatformCommand.exitCode(child).pipe(Effect.orElseSucceed(() => -1))
+      yield* say(dim(`   child exited with ${code === 137 || code === -1 ? "SIGKILL" : `code ${code}`}`))
+
+      yield* say(bold("5. Reopening repairs the interrupted turn with explicit closers"))
+      return yield* Effect.scoped(Effect.gen(function*() {
+        const { store: s } = yield* openStore(spec, { mustExist: true })
+        const store = s!
+        const before = (yield* store.load(DEMO_ID)).events.length
+        const handle = yield* Session.open(DEMO_ID).pipe(Effect.provideService(SessionStore, store))
+        const afterOpen = yield* handle.events
+        const closers = afterOpen.slice(before).filter((e) => e.type !== "session/end-seed")
+        yield* Demo.scriptedTurn(1 + afterOpen.filter((e) => e.type === "turn/start").length, "Is the migration done?", [
+          { text: "The migration call was interrupted, so its outcome is unknown; I will check the migration log before retrying." }
+        ], "resume").pipe(Effect.provideService(Session.Session, handle))
+        const events = yield* handle.events
+        const fold = foldSurface(events)
+        const last = yield* handle.requestAt(events.length - 1)
+        return {
+          sessionId: DEMO_ID,
+          store: o.store,
+          events: events.length,
+          turns: events.filter((e) => e.type === "turn/start").length,
+          compaction: { replacementSeq: compaction.replaced },
+          prune: { replacementSeq: compaction.pruned },
+          crash: { childExitCode: code, closers },
+          transcript: yield* handle.transcript,
+          surface: "nodes" in fold ? fold : { nodes: [], replacements: [] },
+          lastRequest: { seq: events.length - 1, header: last.header ?? null, messages: last.messages }
+        }
+      }))
+    }),
+    (r) =>
+      o.json ? printJson(r) : Console.log([
+        bold("Closers written by repair"),
+        table(["SEQ", "TIME", "TYPE", "SURFACE", "SUMMARY"], eventRows(r.crash.closers)),
+        "",
+        bold("Human transcript (append-origin events; replacements do not erase what was seen)"),
+        table(["SEQ", "TYPE", "CONTENT"], r.transcript.map((e) => [String(e.seq), e.type, clip(summary(e), 80)])),
+        "",
+        bold("Surface") + ` ${r.surface.nodes.join(", ")}`,
+        table(
+          ["REPLACED BY", "RANGE", "SHADOWED"],
+          r.surface.replacements.map((x) => [String(x.seq), `${x.start}..${x.end}`, x.shadowedSeqs.join(", ")])
+        ),
+        "",
+        bold(`Last request (seq ${r.lastRequest.seq}), rebuilt from the log`),
+        r.lastRequest.header === null ? "" : `${r.lastRequest.header.config.provider}/${r.lastRequest.header.config.model}, tools: ${
+          (r.lastRequest.header.tools ?? []).map((t) => t.name).join(", ")
+        }`,
+        table(["ROLE", "ID", "CONTENT"], messageRows(r.lastRequest.messages)),
+        "",
+        `${green("done")}: ${r.events} events in ${r.store}; try \`npx session-log show --store ${r.store} --session ${r.sessionId}\``
+      ].join("\n"))
+  )).pipe(Command.withDescription("the scripted keyless agent demo (what npm start runs)"))
+
+/** The root command. */
+export const root = Command.make("session-log").pipe(
+  Command.withDescription("inspect, verify and repair effect-session-log sessions"),
+  Command.withSubcommands([
+    demoCommand,
+    demoCrashCommand,
+    listCommand,
+    showCommand,
+    verifyCommand,
+    messagesCommand,
+    transcriptCommand,
+    surfaceCommand,
+    requestCommand,
+    repairCommand,
+    exportCommand,
+    importCommand
+  ])
+)
+
+/** The CLI application. */
+export const cli = Command.run(root, { name: "session-log", version: "0.1.0" })

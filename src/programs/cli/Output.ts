@@ -1,0 +1,94 @@
+/**
+ * CLI output: exactly one JSON document on stdout with `--json`; otherwise aligned tables and
+ * plain explanations for people, coloured only on a TTY. Also the exit-code policy of SPEC §12.
+ */
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import { encodeJson, type Json } from "../../schema/Json.js"
+import { errorReport } from "../Verify.js"
+
+/** Tags that mean "the data was rejected by a rule" (exit 1); everything else failing is exit 2. */
+const INVALID_DATA: ReadonlySet<string> = new Set([
+  "NotLosslessJson",
+  "InvalidEnvelope",
+  "SeqNotContiguous",
+  "SurfaceMarkerInvalid",
+  "ProvenanceInvalid",
+  "ReplaceRangeInvalid",
+  "ToolResultRewriteInvalid",
+  "MessageShapeInvalid",
+  "RequestHeaderInvalid",
+  "SessionHeaderInvalid",
+  "StoreCorrupt",
+  "ForkRejected",
+  "CompactionRejected",
+  "InvariantViolation"
+])
+
+/** Exit code of a failure (SPEC §12): 1 invalid data, 2 unusable input or I/O failure. */
+export const exitCodeFor = (tag: string): 1 | 2 => (INVALID_DATA.has(tag) ? 1 : 2)
+
+const useColour = (): boolean => process.stdout.isTTY === true && process.env.NO_COLOR === undefined
+
+const paint = (code: number) => (s: string): string => useColour() ? `\u001b[${code}m${s}\u001b[0m` : s
+export const red = paint(31)
+export const green = paint(32)
+export const yellow = paint(33)
+export const dim = paint(2)
+export const bold = paint(1)
+
+/** Print one JSON document (the iterative encoder: deep values never overflow). */
+export const printJson = (value: unknown): Effect.Effect<void> => Console.log(encodeJson(value as Json))
+
+/** Render rows as an aligned table under a header row. */
+export const table = (headers: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>): string => {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => visibleLength(r[i] ?? ""))))
+  const line = (cells: ReadonlyArray<string>) =>
+    cells.map((c, i) => (i === cells.length - 1 ? c : c + " ".repeat(widths[i] - visibleLength(c)))).join("  ")
+      .trimEnd()
+  return [bold(line(headers)), ...rows.map(line)].join("\n")
+}
+
+// eslint-disable-next-line no-control-regex
+const visibleLength = (s: string): number => s.replace(/\u001b\[[0-9;]*m/g, "").length
+
+/** Shorten a text for one table cell. */
+export const clip = (s: string, max = 60): string => {
+  const flat = s.replace(/\s+/g, " ")
+  return flat.length <= max ? flat : flat.slice(0, max - 1) + "…"
+}
+
+/** A failure for people: rule id, tag and explanation. */
+export const describeError = (error: { readonly _tag: string }): string => {
+  const r = errorReport(error as Parameters<typeof errorReport>[0])
+  const where = r.seq === null ? "" : ` at seq ${r.seq}`
+  const rule = r.rule === null ? "" : ` ${r.rule}`
+  return `${red("error")}${rule} ${r._tag}${where}: ${r.message}`
+}
+
+/** The `--json` failure document. */
+export const errorDocument = (error: { readonly _tag: string }) => ({
+  ok: false,
+  error: errorReport(error as Parameters<typeof errorReport>[0])
+})
+
+/** A progress bar on stderr for long work (only on a TTY). */
+export const progress = (label: string, total: number) => {
+  const on = process.stderr.isTTY === true && total > 1
+  let last = -1
+  return {
+    tick: (done: number): Effect.Effect<void> =>
+      Effect.sync(() => {
+        if (!on) return
+        const pct = Math.floor((done / total) * 100)
+        if (pct === last) return
+        last = pct
+        const width = 30
+        const filled = Math.round((done / total) * width)
+        process.stderr.write(`\r${label} [${"#".repeat(filled)}${" ".repeat(width - filled)}] ${done}/${total}`)
+      }),
+    done: Effect.sync(() => {
+      if (on) process.stderr.write("\n")
+    })
+  }
+}

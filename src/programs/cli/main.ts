@@ -1,0 +1,20 @@
+/**
+ * The one runtime edge: parses `process.argv`, runs the `session-log` command with the Node
+ * platform layers, and exits with the code the command recorded (0, 1 or 2).
+ */
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import { cli, exitState } from "./Commands.js"
+
+const program = cli(process.argv).pipe(
+  // argument errors were already printed by @effect/cli
+  Effect.catchAll(() => Effect.sync(() => void (exitState.code = 2))),
+  Effect.provide(NodeContext.layer)
+)
+
+NodeRuntime.runMain(program, {
+  disableErrorReporting: false,
+  teardown: (exit, onExit) => onExit(Exit.isSuccess(exit) ? exitState.code : 2)
+})

@@ -1,0 +1,588 @@
+import { FileSystem, Path } from "@effect/platform"
+import { NodeContext } from "@effect/platform-node"
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import { createRequire } from "node:module"
+import {
+  APPLICATION_ID,
+  CANONICAL_SCHEMA,
+  layerSqliteStore,
+  makeSqliteStore,
+  openDatabase,
+  SCHEMA_VERSION
+} from "../../src/layers/SqliteStore.js"
+import { encodeEvent } from "../../src/schema/EventCodec.js"
+import type { Event } from "../../src/schema/Events.js"
+import * as Session from "../../src/services/Session.js"
+
+// ---------------------------------------------------------------------------------------------
+// helpers: a raw better-sqlite3 connection to set up and inspect files behind the store's back
+
+interface RawStatement {
+  all(...params: ReadonlyArray<unknown>): Array<Record<string, unknown>>
+  get(...params: ReadonlyArray<unknown>): Record<string, unknown> | undefined
+  run(...params: ReadonlyArray<unknown>): unknown
+}
+interface RawDb {
+  pragma(source: string, options?: { simple: boolean }): unknown
+  exec(source: string): void
+  prepare(source: string): RawStatement
+  close(): void
+}
+const require = createRequire(import.meta.url)
+const Database = require("better-sqlite3") as new(filename: string) => RawDb
+
+const withRaw = <A>(file: string, f: (db: RawDb) => A) =>
+  Effect.acquireUseRelease(
+    Effect.sync(() => new Database(file)),
+    (db) => Effect.sync(() => f(db)),
+    (db) => Effect.sync(() => db.close())
+  )
+
+const tempFile = (name = "store.db") =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const path = yield* Path.Path
+    const dir = yield* fs.makeTempDirectoryScoped()
+    return path.join(dir, name)
+  })
+
+const ev = (seq: number, type = "turn/start", data: unknown = { turn: seq }, extra: Record<string, unknown> = {}) =>
+  ({ type, seq, time: 1000 + seq, data, ...extra }) as unknown as Event
+
+const turnEnd = (seq: number) => ev(seq, "turn/end", { turn: 1, reason: { kind: "completed" } })
+
+const header = (id: string, createdAt = 5, extra: Record<string, unknown> = {}) => ({
+  version: 1,
+  id,
+  createdAt,
+  ...extra
+})
+
+const canonicalText = (name: string) => CANONICAL_SCHEMA.find((o) => o.name === name)!.sql
+
+/** A database created behind the store's back: the canonical schema, then `mutate`. */
+const rawCanonical = (file: string, mutate: (sql: string, name: string) => string = (s) => s, extra = "") =>
+  withRaw(file, (db) => {
+    for (const name of ["sessions", "events", "session_backups"]) db.exec(mutate(canonicalText(name), name))
+    db.pragma(`application_id = ${APPLICATION_ID}`)
+    db.pragma(`user_version = ${SCHEMA_VERSION}`)
+    if (extra !== "") db.exec(extra)
+  })
+
+const storeOn = (file: string, busyTimeoutMs?: number) =>
+  makeSqliteStore(busyTimeoutMs === undefined ? { filename: file } : { filename: file, busyTimeoutMs })
+
+const encoded = (events: ReadonlyArray<unknown>) => events.map((e) => encodeEvent(e as Event))
+
+// ---------------------------------------------------------------------------------------------
+
+describe("SqliteStore", () => {
+  it.scoped("Session.create / append / open round trip on a file", () =>
+    Effect.gen(function*() {
+      const file = yield* tempFile()
+      const layer = layerSqliteStore({ filename: file })
+      const written = yield* Effect.scoped(
+        Effect.gen(function*() {
+          const s = yield* Session.create({ id: "round-trip", header: { cwd: "/tmp/x", delegationDepth: 0 } })
+          yield* s.append("turn/start", { turn: 1 })
+          yield* s.append("user/message", {
+            id: "u1",
+            role: "user",
+            content: [{ type: "text", text: "hi \u0000 'quoted' \"double\" \\ ✓ 🙂" }],
+            source: { kind: "user" }
+          }, { surfaceOp: "append" })
+          yield* s.append("user/message", {
+            id: "u2",
+            role: "user",
+            content: [{ type: "text", text: "summary" }],
+            source: { kind: "plugin", plugin: "compact" }
+          }, { surfaceOp: { op: "replace", start: 1, end: 1 }, sourceEventSeqs: [1] })
+          return yield* s.events
+        }).pipe(Effect.provide(layer))
+      )
+      // a second, independent store instance (fresh connection) reads it back
+      const reopened = yield* Effect.scoped(
+        Effect.gen(function*() {
+          const s = yield* Session.open("round-trip")
+          return { events: yield* s.events, header: s.header, nodes: yield* s.surface.nodes }
+        }).pipe(Effect.provide(layerSqliteStore({ filename: file })))
+      )
+      assert.deepStrictEqual(encoded(reopened.events.slice(0, written.length)), encoded(written))
+      assert.deepStrictEqual(reopened.header, { version: 1, id: "round-trip", createdAt: 0, cwd: "/tmp/x", delegationDepth: 0 })
+      assert.deepStrictEqual(reopened.nodes, [2])
+      // the string marker is stored as the 8 characters "append", absent columns as NULL
+      const rows = yield* withRaw(file, (db) =>
+        db.prepare("SELECT seq, data, source_event_seqs, surface_op, ignorable FROM events ORDER BY seq").all()
+      )
+      assert.strictEqual(rows[0].surface_op, null)
+      assert.strictEqual(rows[0].source_event_seqs, null)
+      assert.strictEqual(rows[0].ignorable, null)
+      assert.strictEqual(rows[1].surface_op, "\"append\"")
+      assert.strictEqual(rows[2].surface_op, "{\"op\":\"replace\",\"start\":1,\"end\":1}")
+      assert.strictEqual(rows[2].source_event_seqs, "[1]")
+      const sessionRow = yield* withRaw(file, (db) => db.prepare("SELECT * FROM sessions").get())
+      assert.strictEqual(sessionRow?.delegation_depth, 0)
+      assert.strictEqual(sessionRow?.parent_session, null)
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("S5 pragmas read back: synchronous 2, journal_mode wal, trusted_schema 0, foreign_keys 1", () =>
+    Effect.gen(function*() {
+      const file = yield* tempFile()
+      const sql = yield* openDatabase({ filename: file, busyTimeoutMs: 1234 })
+      const one = (rows: ReadonlyArray<Record<string, unknown>>) => Object.values(rows[0])[0]
+      assert.strictEqual(one(yield* sql`PRAGMA synchronous`), 2)
+      assert.strictEqual(one(yield* sql`PRAGMA journal_mode`), "wal")
+      assert.strictEqual(one(yield* sql`PRAGMA trusted_schema`), 0)
+      assert.strictEqual(one(yield* sql`PRAGMA foreign_keys`), 1)
+      assert.strictEqual(one(yield* sql`PRAGMA busy_timeout`), 1234)
+      // WAL persists in the file: another connection sees it
+      assert.strictEqual(yield* withRaw(file, (db) => db.pragma("journal_mode", { simple: true })), "wal")
+      const mem = yield* openDatabase({ filename: ":memory:" })
+      assert.strictEqual(one(yield* mem`PRAGMA journal_mode`), "memory")
+      assert.strictEqual(one(yield* mem`PRAGMA synchronous`), 2)
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("S4 a pristine (missing or empty) file gets the canonical schema and ids", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const missing = yield* tempFile()
+      const empty = yield* tempFile()
+      yield* fs.writeFile(empty, new Uint8Array(0))
+      for (const file of [missing, empty]) {
+        yield* Effect.scoped(storeOn(file))
+        const info = yield* withRaw(file, (db) => ({
+          userVersion: db.pragma("user_version", { simple: true }),
+          applicationId: db.pragma("application_id", { simple: true }),
+          objects: db.prepare("SELECT type, name FROM sqlite_schema WHERE name NOT LIKE 'sqlite%' ORDER BY name").all(),
+          strict: db.prepare("SELECT name, strict FROM pragma_table_list WHERE schema = 'main' AND name NOT LIKE 'sqlite%' ORDER BY name").all(),
+          integrity: db.pragma("integrity_check", { simple: true })
+        }))
+        assert.strictEqual(info.userVersion, SCHEMA_VERSION)
+        assert.strictEqual(info.applicationId, APPLICATION_ID)
+        assert.deepStrictEqual(info.objects, [
+          { type: "table", name: "events" },
+          { type: "table", name: "session_backups" },
+          { type: "table", name: "sessions" }
+        ])
+        assert.deepStrictEqual(info.strict.map((r) => r.strict), [1, 1, 1])
+        assert.strictEqual(info.integrity, "ok")
+        // and reopening an own database is accepted (S3 positive)
+        yield* Effect.scoped(storeOn(file))
+      }
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("S3 accepts the canonical schema written with other whitespace", () =>
+    Effect.gen(function*() {
+      const file = yield* tempFile()
+      yield* rawCanonical(file, (s) => s.replace(/\s+/g, "  \n\t "))
+      const store = yield* storeOn(file)
+      assert.deepStrictEqual(yield* store.list(), [])
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  describe("foreign databases are refused and left byte-identical (S1–S3)", () => {
+    const cases: ReadonlyArray<{
+      readonly name: string
+      readonly rule: string
+      readonly setup: (file: string) => Effect.Effect<void, unknown, FileSystem.FileSystem>
+    }> = [
+      {
+        name: "S1 another user_version",
+        rule: "S1",
+        setup: (f) => rawCanonical(f, undefined, "PRAGMA user_version = 2")
+      },
+      {
+        name: "S1 a user_version without our application_id",
+        rule: "S1",
+        setup: (f) => withRaw(f, (db) => db.exec("CREATE TABLE t (x); PRAGMA user_version = 7"))
+      },
+      {
+        name: "S2 another application_id",
+        rule: "S2",
+        setup: (f) => rawCanonical(f, undefined, "PRAGMA application_id = 305419896")
+      },
+      {
+        name: "S2 application_id 0 with user objects",
+        rule: "S2",
+        setup: (f) => withRaw(f, (db) => db.exec("CREATE TABLE notes (body TEXT)"))
+      },
+      {
+        name: "S2 a text file that is not SQLite (short)",
+        rule: "S2",
+        setup: (f) => Effect.flatMap(FileSystem.FileSystem, (fs) => fs.writeFileString(f, "hello, not a database\n"))
+      },
+      {
+        name: "S2 a text file that is not SQLite (long)",
+        rule: "S2",
+        setup: (f) =>
+          Effect.flatMap(FileSystem.FileSystem, (fs) => fs.writeFileString(f, "line of text\n".repeat(2000)))
+      },
+      {
+        name: "S3 a changed column",
+        rule: "S3",
+        setup: (f) => rawCanonical(f, (s, n) => n === "sessions" ? s.replace("cwd              TEXT", "cwd              BLOB") : s)
+      },
+      {
+        name: "S3 a non-STRICT table",
+        rule: "S3",
+        setup: (f) => rawCanonical(f, (s, n) => n === "events" ? s.replace(/\) STRICT$/, ")") : s)
+      },
+      {
+        name: "S3 an extra index",
+        rule: "S3",
+        setup: (f) => rawCanonical(f, undefined, "CREATE INDEX events_by_type ON events(type)")
+      },
+      {
+        name: "S3 an extra table",
+        rule: "S3",
+        setup: (f) => rawCanonical(f, undefined, "CREATE TABLE extra (x INTEGER) STRICT")
+      },
+      {
+        name: "S3 an extra trigger",
+        rule: "S3",
+        setup: (f) =>
+          rawCanonical(f, undefined, "CREATE TRIGGER t AFTER INSERT ON events BEGIN SELECT 1; END")
+      },
+      {
+        name: "S3 a missing table",
+        rule: "S3",
+        setup: (f) => rawCanonical(f, undefined, "DROP TABLE session_backups")
+      }
+    ]
+    for (const c of cases) {
+      it.scoped(c.name, () =>
+        Effect.gen(function*() {
+          const fs = yield* FileSystem.FileSystem
+          const file = yield* tempFile()
+          yield* c.setup(file)
+          const before = yield* fs.readFile(file)
+          const exit = yield* Effect.exit(Effect.scoped(storeOn(file)))
+          assert.isTrue(Exit.isFailure(exit))
+          const error = yield* Effect.flip(Effect.scoped(storeOn(file)))
+          assert.strictEqual(error._tag, "StoreSchemaMismatch")
+          assert.strictEqual(error.rule, c.rule)
+          const after = yield* fs.readFile(file)
+          assert.deepStrictEqual(after, before)
+          // no switch to WAL happened
+          assert.isFalse(yield* fs.exists(file + "-wal"))
+        }).pipe(Effect.provide(NodeContext.layer)))
+    }
+  })
+
+  it.scoped("lazy create: nothing is written before the first append; J14 for a registered or stored id", () =>
+    Effect.gen(function*() {
+      const file = yield* tempFile()
+      const store = yield* storeOn(file)
+      yield* store.create(header("lazy"))
+      assert.strictEqual((yield* withRaw(file, (db) => db.prepare("SELECT count(*) AS n FROM sessions").get()))?.n, 0)
+      const loaded = yield* store.load("lazy")
+      assert.deepStrictEqual(loaded.events, [])
+      assert.strictEqual(loaded.revision, "0")
+      assert.deepStrictEqual(yield* store.list(), [])
+      const again = yield* Effect.flip(store.create(header("lazy")))
+      assert.strictEqual(again._tag, "SessionExists")
+      yield* store.append("lazy", [ev(0)], { expectedSeq: 0 })
+      const other = yield* storeOn(file)
+      const stored = yield* Effect.flip(other.create(header("lazy")))
+      assert.strictEqual(stored._tag, "SessionExists")
+      assert.strictEqual(stored.rule, "J14")
+      // J13: a rejected create registers nothing
+      const bad = yield* Effect.flip(store.create({ version: 1, id: "frac", createdAt: 1.5 }))
+      assert.strictEqual(bad._tag, "SessionHeaderInvalid")
+      const unknown = yield* Effect.flip(store.load("frac"))
+      assert.strictEqual(unknown._tag, "SessionNotFound")
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("L11 unknown ids; an empty batch is a no-op without checks", () =>
+    Effect.gen(function*() {
+      const file = yield* tempFile()
+      const store = yield* storeOn(file)
+      yield* store.append("nobody", [], { expectedSeq: 99 })
+      const e1 = yield* Effect.flip(store.append("nobody", [ev(0)], { expectedSeq: 0 }))
+      assert.strictEqual(e1._tag, "SessionNotFound")
+      assert.strictEqual(e1.rule, "L11")
+      const e2 = yield* Effect.flip(store.load("nobody"))
+      assert.strictEqual(e2._tag, "SessionNotFound")
+      assert.strictEqual((yield* withRaw(file, (db) => db.prepare("SELECT count(*) AS n FROM sessions").get()))?.n, 0)
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("C5/C7 expected-seq conflicts write nothing; C6 is checked before the store", () =>
+    Effect.gen(function*() {
+      const file = yield* tempFile()
+      const store = yield* storeOn(file)
+      yield* store.create(header("c"))
+      const first = yield* Effect.flip(store.append("c", [ev(1)], { expectedSeq: 1 }))
+      assert.strictEqual(first._tag, "AppendConflict")
+      assert.strictEqual(first.rule, "C5")
+      yield* store.append("c", [ev(0), ev(1)], { expectedSeq: 0 })
+      const before = yield* store.load("c")
+      const c5 = yield* Effect.flip(store.append("c", [ev(3)], { expectedSeq: 3 }))
+      assert.strictEqual(c5.rule, "C5")
+      const c7 = yield* Effect.flip(store.append("c", [ev(1), ev(2)], { expectedSeq: 1 }))
+      assert.strictEqual(c7._tag, "AppendConflict")
+      assert.strictEqual(c7.rule, "C7")
+      const c6 = yield* Effect.flip(store.append("c", [ev(2), ev(4)], { expectedSeq: 2 }))
+      assert.strictEqual(c6.rule, "C6")
+      const after = yield* store.load("c")
+      assert.deepStrictEqual(encoded(after.events), encoded(before.events))
+      assert.strictEqual(after.revision, before.revision)
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("two store instances on one file: the stale append is rejected, the winner's rows untouched", () =>
+    Effect.gen(function*() {
+      const file = yield* tempFile()
+      const a = yield* storeOn(file)
+      const b = yield* storeOn(file)
+      // both register the same id; the second materialisation is J14
+      yield* a.create(header("race"))
+      yield* b.create(header("race", 6))
+      yield* a.append("race", [ev(0), ev(1)], { expectedSeq: 0 })
+      const lost = yield* Effect.flip(b.append("race", [ev(0, "turn/start", { turn: 99 })], { expectedSeq: 0 }))
+      assert.strictEqual(lost._tag, "SessionExists")
+      assert.strictEqual(lost.rule, "J14")
+      // both read next seq 2; a wins, b is stale
+      const seenByB = yield* b.load("race")
+      assert.strictEqual(seenByB.events.length, 2)
+      yield* a.append("race", [ev(2, "turn/start", { turn: "a" })], { expectedSeq: 2 })
+      const stale = yield* Effect.flip(b.append("race", [ev(2, "turn/start", { turn: "b" }), ev(3)], { expectedSeq: 2 }))
+      assert.strictEqual(stale._tag, "AppendConflict")
+      assert.strictEqual(stale.rule, "C7")
+      const rows = yield* withRaw(file, (db) => db.prepare("SELECT seq, data FROM events ORDER BY seq").all())
+      assert.deepStrictEqual(rows, [
+        { seq: 0, data: "{\"turn\":0}" },
+        { seq: 1, data: "{\"turn\":1}" },
+        { seq: 2, data: "{\"turn\":\"a\"}" }
+      ])
+      const loaded = yield* b.load("race")
+      assert.strictEqual(loaded.header.createdAt, 5)
+      assert.strictEqual(loaded.revision, "2")
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("concurrent appends in one process with the same expectedSeq: exactly one wins", () =>
+    Effect.gen(function*() {
+      const file = yield* tempFile()
+      const store = yield* storeOn(file)
+      yield* store.create(header("conc"))
+      yield* store.append("conc", [ev(0)], { expectedSeq: 0 })
+      const results = yield* Effect.all(
+        Array.from({ length: 8 }, (_, k) => Effect.exit(store.append("conc", [ev(1, "turn/start", { k })], { expectedSeq: 1 }))),
+        { concurrency: "unbounded" }
+      )
+      assert.strictEqual(results.filter(Exit.isSuccess).length, 1)
+      assert.strictEqual((yield* store.load("conc")).events.length, 2)
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("SQL metacharacters and NUL in ids, types and payloads round-trip verbatim", () =>
+    Effect.gen(function*() {
+      const file = yield* tempFile()
+      const store = yield* storeOn(file)
+      const nasty = ["'; DROP TABLE events; --", "\"quoted\" 'single' `tick`", "nul\u0000inside", "back\\slash %_ ?1 :x @y $z"]
+      for (const id of nasty) {
+        yield* store.create(header(id, 1, { cwd: "/" + id, agentPreset: id }))
+        const events = [
+          ev(0, id, { [id]: id, nested: [id, { k: id }] }, { ignorable: true }),
+          ev(1, "x/" + id, null, { ignorable: true })
+        ]
+        yield* store.append(id, events, { expectedSeq: 0 })
+        const reread = yield* storeOn(file)
+        const loaded = yield* reread.load(id)
+        assert.strictEqual(loaded.header.id, id)
+        assert.strictEqual(loaded.header.agentPreset, id)
+        assert.deepStrictEqual(encoded(loaded.events), encoded(events))
+        assert.deepStrictEqual(encoded(yield* reread.readFrom(id, 1)), encoded(events.slice(1)))
+      }
+      const listed = yield* store.list()
+      assert.deepStrictEqual(listed.map((h) => h.id), [...nasty].sort())
+      const integrity = yield* withRaw(file, (db) => db.pragma("integrity_check", { simple: true }))
+      assert.strictEqual(integrity, "ok")
+      assert.strictEqual((yield* withRaw(file, (db) => db.prepare("SELECT count(*) AS n FROM events").get()))?.n, 8)
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("lone surrogates: verbatim inside JSON columns, refused (not mangled) in TEXT columns", () =>
+    Effect.gen(function*() {
+      const file = yield* tempFile()
+      const store = yield* storeOn(file)
+      yield* store.create(header("surrogates"))
+      const events = [ev(0, "x/y", { s: "\ud800 and \udc00" }, { ignorable: true })]
+      yield* store.append("surrogates", events, { expectedSeq: 0 })
+      assert.deepStrictEqual(encoded((yield* store.load("surrogates")).events), encoded(events))
+      const badType = yield* Effect.flip(store.append("surrogates", [ev(1, "x/\ud800", null, { ignorable: true })], { expectedSeq: 1 }))
+      assert.strictEqual(badType._tag, "StoreFailure")
+      const badId = yield* Effect.flip(store.create(header("id\udc00")))
+      assert.strictEqual(badId._tag, "StoreFailure")
+      assert.strictEqual((yield* store.load("surrogates")).events.length, 1)
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("list: materialised sessions only, sorted by (createdAt, id); NULL header columns stay absent", () =>
+    Effect.gen(function*() {
+      const file = yield* tempFile()
+      const store = yield* storeOn(file)
+      for (const [id, at] of [["b", 2], ["a", 2], ["z", 1], ["pending", 0]] as const) {
+        yield* store.create(header(id, at, id === "a" ? { delegationDepth: 0 } : {}))
+        if (id !== "pending") yield* store.append(id, [ev(0)], { expectedSeq: 0 })
+      }
+      const listed = yield* store.list()
+      assert.deepStrictEqual(listed.map((h) => h.id), ["z", "a", "b"])
+      assert.deepStrictEqual(listed[1], { version: 1, id: "a", createdAt: 2, delegationDepth: 0 })
+      assert.deepStrictEqual(listed[2], { version: 1, id: "b", createdAt: 2 })
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("a batch larger than one INSERT chunk is stored whole, in one transaction", () =>
+    Effect.gen(function*() {
+      const file = yield* tempFile()
+      const store = yield* storeOn(file)
+      yield* store.create(header("big"))
+      const events = Array.from({ length: 4_500 }, (_, i) => ev(i, "x/e", { i }, { ignorable: true }))
+      yield* store.append("big", events, { expectedSeq: 0 })
+      const loaded = yield* store.load("big")
+      assert.strictEqual(loaded.events.length, 4_500)
+      assert.strictEqual(loaded.revision, "1")
+      // a conflicting big batch leaves nothing behind
+      const bad = [...Array.from({ length: 4_100 }, (_, i) => ev(4_499 + i, "x/e", {}, { ignorable: true }))]
+      const c = yield* Effect.flip(store.append("big", bad, { expectedSeq: 4_499 }))
+      assert.strictEqual(c._tag, "AppendConflict")
+      assert.strictEqual(c.rule, "C7")
+      assert.strictEqual((yield* store.load("big")).events.length, 4_500)
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  describe("load classifies damaged rows (L1–L3, L9)", () => {
+    const seeded = (file: string) =>
+      Effect.gen(function*() {
+        const store = yield* storeOn(file)
+        yield* store.create(header("d"))
+        yield* store.append("d", [ev(0), ev(1), ev(2), ev(3)], { expectedSeq: 0 })
+        return store
+      })
+
+    it.scoped("L3 an unparsable row with no later turn/end is a torn tail; truncateTornTail removes it", () =>
+      Effect.gen(function*() {
+        const file = yield* tempFile()
+        const store = yield* seeded(file)
+        yield* withRaw(file, (db) => db.prepare("UPDATE events SET data = '{\"turn\":' WHERE seq = 2").run())
+        const loaded = yield* store.load("d")
+        assert.strictEqual(loaded.events.length, 2)
+        assert.deepStrictEqual(loaded.tornTail, { fromSeq: 2, reason: "unparsable", position: 2 })
+        // L8: load never mutates
+        assert.strictEqual((yield* withRaw(file, (db) => db.prepare("SELECT count(*) AS n FROM events").get()))?.n, 4)
+        // readFrom falls back to the full read and returns the kept prefix's suffix
+        assert.strictEqual((yield* store.readFrom("d", 1)).length, 1)
+        // L1: an append onto the damaged log at the kept length is a conflict
+        const onTorn = yield* Effect.flip(store.append("d", [ev(2)], { expectedSeq: 2 }))
+        assert.strictEqual(onTorn._tag, "AppendConflict")
+        // a stale revision is L8
+        const stale = yield* Effect.flip(store.truncateTornTail("d", loaded.tornTail!, { revision: "0" }))
+        assert.strictEqual(stale.rule, "L8")
+        const other = yield* Effect.flip(
+          store.truncateTornTail("d", { ...loaded.tornTail!, fromSeq: 3 }, { revision: loaded.revision })
+        )
+        assert.strictEqual(other.rule, "L8")
+        yield* store.truncateTornTail("d", loaded.tornTail!, { revision: loaded.revision })
+        const repaired = yield* store.load("d")
+        assert.strictEqual(repaired.events.length, 2)
+        assert.strictEqual(repaired.tornTail, undefined)
+        assert.notStrictEqual(repaired.revision, loaded.revision)
+        yield* store.append("d", [ev(2)], { expectedSeq: 2 })
+        assert.strictEqual((yield* store.load("d")).events.length, 3)
+      }).pipe(Effect.provide(NodeContext.layer)))
+
+    it.scoped("L2 a defective row before a later turn/end is corruption", () =>
+      Effect.gen(function*() {
+        const file = yield* tempFile()
+        const store = yield* seeded(file)
+        yield* store.append("d", [turnEnd(4)], { expectedSeq: 4 })
+        yield* withRaw(file, (db) => db.prepare("UPDATE events SET surface_op = 'nope' WHERE seq = 1").run())
+        const e = yield* Effect.flip(store.load("d"))
+        assert.strictEqual(e._tag, "StoreCorrupt")
+        assert.strictEqual(e.rule, "L2")
+      }).pipe(Effect.provide(NodeContext.layer)))
+
+    it.scoped("L3 a seq gap is a torn tail from the missing seq", () =>
+      Effect.gen(function*() {
+        const file = yield* tempFile()
+        const store = yield* seeded(file)
+        yield* withRaw(file, (db) => db.prepare("DELETE FROM events WHERE seq = 1").run())
+        const loaded = yield* store.load("d")
+        assert.deepStrictEqual(loaded.tornTail, { fromSeq: 1, reason: "seq-gap", position: 1 })
+        assert.strictEqual(loaded.events.length, 1)
+      }).pipe(Effect.provide(NodeContext.layer)))
+
+    it.scoped("L2 sessions.next_seq disagreeing with the rows is corruption", () =>
+      Effect.gen(function*() {
+        const file = yield* tempFile()
+        const store = yield* seeded(file)
+        yield* withRaw(file, (db) => db.prepare("UPDATE sessions SET next_seq = 7").run())
+        const e = yield* Effect.flip(store.load("d"))
+        assert.strictEqual(e._tag, "StoreCorrupt")
+        assert.strictEqual(e.rule, "L2")
+      }).pipe(Effect.provide(NodeContext.layer)))
+
+    it.scoped("L9 a committed row whose JSON fails the lossless walk (-0) is corruption", () =>
+      Effect.gen(function*() {
+        const file = yield* tempFile()
+        const store = yield* seeded(file)
+        yield* withRaw(file, (db) => db.prepare("UPDATE events SET data = '{\"turn\":-0}' WHERE seq = 3").run())
+        const e = yield* Effect.flip(store.load("d"))
+        assert.strictEqual(e._tag, "StoreCorrupt")
+        assert.strictEqual(e.rule, "L9")
+      }).pipe(Effect.provide(NodeContext.layer)))
+  })
+
+  it.scoped("readFrom: L10, seek from the middle, past the end, K7 on the returned suffix", () =>
+    Effect.gen(function*() {
+      const file = yield* tempFile()
+      const store = yield* storeOn(file)
+      yield* store.create(header("r"))
+      const events = [ev(0), ev(1, "plugin/unknown", {}), ev(2), ev(3, "plugin/skip", 1, { ignorable: true })]
+      yield* store.append("r", events, { expectedSeq: 0 })
+      const l10 = yield* Effect.flip(store.readFrom("r", -1))
+      assert.strictEqual(l10._tag, "SeqNotContiguous")
+      assert.strictEqual(l10.rule, "L10")
+      assert.strictEqual((yield* Effect.flip(store.readFrom("r", 1.5))).rule, "L10")
+      assert.deepStrictEqual(encoded(yield* store.readFrom("r", 2)), encoded(events.slice(2)))
+      assert.deepStrictEqual(yield* store.readFrom("r", 4), [])
+      assert.deepStrictEqual(yield* store.readFrom("r", 100), [])
+      const k7 = yield* Effect.flip(store.readFrom("r", 0))
+      assert.strictEqual(k7._tag, "UnknownEventType")
+      assert.strictEqual(k7.rule, "K7")
+      assert.strictEqual((yield* Effect.flip(store.readFrom("nobody", 0)))._tag, "SessionNotFound")
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("replaceLog keeps the previous content as JSONL in session_backups; a stale revision is L8", () =>
+    Effect.gen(function*() {
+      const file = yield* tempFile()
+      const store = yield* storeOn(file)
+      yield* store.create(header("rep", 3, { cwd: "/w" }))
+      const old = [ev(0), ev(1, "user/message", { id: "u" }, { surfaceOp: "append", sourceEventSeqs: [0] })]
+      yield* store.append("rep", old, { expectedSeq: 0 })
+      const loaded = yield* store.load("rep")
+      const stale = yield* Effect.flip(
+        store.replaceLog("rep", loaded.header, [ev(0)], { revision: "999", backup: "v0-upgrade" })
+      )
+      assert.strictEqual(stale._tag, "AppendConflict")
+      assert.strictEqual(stale.rule, "L8")
+      const next = [ev(0, "turn/start", { turn: "new" })]
+      yield* store.replaceLog("rep", { version: 1, id: "rep", createdAt: 4 }, next, {
+        revision: loaded.revision,
+        backup: "v0-upgrade"
+      })
+      const after = yield* store.load("rep")
+      assert.deepStrictEqual(encoded(after.events), encoded(next))
+      assert.deepStrictEqual(after.header, { version: 1, id: "rep", createdAt: 4 })
+      const backups = yield* withRaw(file, (db) => db.prepare("SELECT session_id, reason, content FROM session_backups").all())
+      assert.deepStrictEqual(backups, [{
+        session_id: "rep",
+        reason: "v0-upgrade",
+        content: "{\"type\":\"session\",\"version\":1,\"id\":\"rep\",\"createdAt\":3,\"cwd\":\"/w\"}\n" +
+          encoded(old).map((l) => l + "\n").join("")
+      }])
+      yield* store.append("rep", [ev(1)], { expectedSeq: 1 })
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("a missing directory is a StoreFailure, not a defect", () =>
+    Effect.gen(function*() {
+      const file = yield* tempFile()
+      const e = yield* Effect.flip(storeOn(file + "/no/such/dir/x.db"))
+      assert.strictEqual(e._tag, "StoreFailure")
+    }).pipe(Effect.provide(NodeContext.layer)))
+})
