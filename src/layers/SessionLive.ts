@@ -321,6 +321,36 @@ const makeWriteBehind = (options: {
     return { enqueue, flush }
   })
 
+/**
+ * The request in force right after event `seq` of a validated log (SPEC §5.4): the header and
+ * context folds over `events[0..seq]` and the messages of the surface folded over that prefix.
+ */
+export const requestAtLog = (log: ReadonlyArray<Event>, seq: number): RequestSnapshot | SeqNotContiguous => {
+  if (!Number.isSafeInteger(seq) || seq < 0 || seq >= log.length) {
+    return new SeqNotContiguous({
+      rule: "L10",
+      seq,
+      expected: log.length - 1,
+      actual: seq,
+      detail: log.length === 0 ? "the log is empty" : `a seq in [0, ${log.length - 1}] is required`
+    })
+  }
+  const prefix = log.slice(0, seq + 1)
+  let header: RequestHeader | undefined
+  let context: RequestContextType | undefined
+  for (const e of prefix) {
+    if (e.type === "request/header") header = canonicalHeader((e.data as { header: RequestHeader }).header)
+    else if (e.type === "request/context") context = foldContext(e) ?? context
+  }
+  const fold = foldSurface(prefix)
+  const msgs: Array<Message> = []
+  for (const s of "nodes" in fold ? fold.nodes : []) {
+    const m = deriveEventMessage(log[s])
+    if (m !== undefined) msgs.push(m)
+  }
+  return deepFreeze({ header, context, messages: msgs })
+}
+
 /** Build the handle over a validated, committed log. */
 const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never, Scope.Scope> =>
   Effect.gen(function*() {
@@ -418,17 +448,7 @@ const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never, Scope.
         const shape = checkTypeShape(type, walked.value, seq)
         if (shape !== undefined) return yield* shape
         const event: Rec = { type, seq, time: 0, data: walked.value }
-        if (sourceEventSeqs !== undefined) {
-          const w = walkJson(sourceEventSeqs, "/sourceEventSeqs")
-          if (w._tag === "Fail") {
-            return yield* new ProvenanceInvalid({
-              rule: Array.isArray(sourceEventSeqs) ? "E4" : "E1",
-              seq,
-              detail: `sourceEventSeqs ${Array.isArray(sourceEventSeqs) ? "has a bad element" : "is not an array"} (${w.detail})`
-            })
-          }
-          event.sourceEventSeqs = w.value
-        }
+        // step 6: surfaceOp (D6) before sourceEventSeqs (E1/E4); key order is restored by orderEnvelope
         if (surfaceOp !== undefined) {
           const w = walkJson(surfaceOp, "/surfaceOp")
           if (w._tag === "Fail") {
@@ -440,6 +460,17 @@ const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never, Scope.
             })
           }
           event.surfaceOp = w.value
+        }
+        if (sourceEventSeqs !== undefined) {
+          const w = walkJson(sourceEventSeqs, "/sourceEventSeqs")
+          if (w._tag === "Fail") {
+            return yield* new ProvenanceInvalid({
+              rule: Array.isArray(sourceEventSeqs) ? "E4" : "E1",
+              seq,
+              detail: `sourceEventSeqs ${Array.isArray(sourceEventSeqs) ? "has a bad element" : "is not an array"} (${w.detail})`
+            })
+          }
+          event.sourceEventSeqs = w.value
         }
         if (ignorable === true) event.ignorable = true
         event.time = yield* Clock.currentTimeMillis
@@ -485,32 +516,8 @@ const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never, Scope.
 
     const requestAt = (seq: number): Effect.Effect<RequestSnapshot, SeqNotContiguous> =>
       Effect.suspend(() => {
-        if (!Number.isSafeInteger(seq) || seq < 0 || seq >= log.length) {
-          return Effect.fail(
-            new SeqNotContiguous({
-              rule: "L10",
-              seq,
-              expected: log.length - 1,
-              actual: seq,
-              detail: `requestAt needs a seq in [0, ${log.length - 1}]`
-            })
-          )
-        }
-        const prefix = log.slice(0, seq + 1)
-        let header: RequestHeader | undefined
-        let context: RequestContextType | undefined
-        for (const e of prefix) {
-          if (e.type === "request/header") header = canonicalHeader((e.data as { header: RequestHeader }).header)
-          else if (e.type === "request/context") context = foldContext(e) ?? context
-        }
-        const fold = foldSurface(prefix)
-        const nodes = "nodes" in fold ? fold.nodes : []
-        const msgs: Array<Message> = []
-        for (const s of nodes) {
-          const m = deriveEventMessage(log[s])
-          if (m !== undefined) msgs.push(m)
-        }
-        return Effect.succeed(deepFreeze({ header, context, messages: msgs }))
+        const r = requestAtLog(log, seq)
+        return r instanceof SeqNotContiguous ? Effect.fail(r) : Effect.succeed(r)
       })
 
     const flush: Effect.Effect<void, FlushError> = Effect.suspend(() => {

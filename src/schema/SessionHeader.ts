@@ -69,7 +69,8 @@ export const validateSessionHeader = (
   }
   const h = walked.value as Record<string, unknown>
   for (const key of Object.keys(h)) {
-    if (key === "type") continue
+    // the JSONL line-1 discriminator; any other `type` value is an unknown key (J16)
+    if (key === "type" && h.type === "session") continue
     if (RETIRED_KEYS.has(key)) return fail("J16", key, `"${key}" is a retired header field`)
     if (!headerKeySet.has(key)) return fail("J16", key, `unknown header field "${key}"`)
   }

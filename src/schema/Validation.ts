@@ -101,10 +101,11 @@ export const checkMessageShape = (type: string, data: unknown, seq: number): Mes
   if (!isRecord(source) || !isNonEmptyString(source.kind)) {
     return shape("H4", seq, type, "source must be an object with a non-empty kind")
   }
+  if (!Array.isArray(m.content)) return shape("H5", seq, type, "content must be an array")
+  // H11 after H1–H9 (SPEC §3.1 step 5); H6–H9 do not apply to context/message
   if (type === "context/message" && source.kind === "user") {
     return shape("H11", seq, type, `a context/message source.kind must not be "user"`)
   }
-  if (!Array.isArray(m.content)) return shape("H5", seq, type, "content must be an array")
   if (type === "assistant/message") {
     if (source.kind !== "model" || !isNonEmptyString(source.provider) || !isNonEmptyString(source.model)) {
       return shape("H6", seq, type, `source must be { kind: "model", provider, model } with non-empty provider and model`)
