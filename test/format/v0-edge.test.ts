@@ -130,7 +130,7 @@ describe("the frozen v0 -> v1 edge (SPEC 8.3)", () => {
 
   it("normalisation 4: old turn/end reasons", () => {
     const end = (reason: unknown) => upgradeV0("old", header, [ev(0, "turn/end", { turn: 1, reason })])
-    const data = (r: ReturnType<typeof end>) => ((r as { events: Array<{ data: unknown }> }).events[0]).data
+    const data = (r: ReturnType<typeof end>) => (r as unknown as { events: Array<{ data: unknown }> }).events[0].data
     assert.deepStrictEqual(data(end({ kind: "completed" })), { turn: 1, reason: { kind: "completed" } })
     assert.deepStrictEqual(data(end({ kind: "aborted" })), { turn: 1, reason: { kind: "aborted", reason: { kind: "legacy" } } })
     assert.deepStrictEqual(data(end({ kind: "aborted", reason: { kind: "user" } })), {
