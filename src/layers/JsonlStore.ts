@@ -1,0 +1,944 @@
+/**
+ * The JSONL SessionStore (SPEC §7.4): one file per session under `root`, published atomically by
+ * a no-overwrite hard link, appended under a lock file with an expected-size-and-seq check, and
+ * read as a stream of lines with a per-line cap, torn-tail classification (L1–L3) and header
+ * rules (K4–K6, L5–L7, J15). Also the direct file reader and the JSONL serialiser of exports.
+ */
+import type { PlatformError } from "@effect/platform/Error"
+import * as FileSystem from "@effect/platform/FileSystem"
+import * as Path from "@effect/platform/Path"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Random from "effect/Random"
+import {
+  AppendConflict,
+  FormatUnsupported,
+  SessionExists,
+  SessionHeaderInvalid,
+  SessionNotFound,
+  StoreCorrupt,
+  StoreFailure
+} from "../schema/Errors.js"
+import { encodeEvent, orderEnvelope } from "../schema/EventCodec.js"
+import { ENVELOPE_KEYS, type Event } from "../schema/Events.js"
+import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES } from "../schema/Format.js"
+import { encodeJson, type Json, parseJson } from "../schema/Json.js"
+import { headerRecord, type SessionHeader, validateSessionHeader } from "../schema/SessionHeader.js"
+import { encodeSessionId } from "../schema/SessionIdEncoding.js"
+import {
+  type LoadError,
+  type LoadResult,
+  precheckBatch,
+  readFromLoad,
+  SessionStore,
+  type SessionStoreShape,
+  type TornTail
+} from "../services/SessionStore.js"
+import {
+  currentHost,
+  currentPid,
+  fsyncDirectory,
+  isAlreadyExists,
+  isNotFound,
+  isProcessAlive
+} from "./JsonlFiles.js"
+
+/** Options of the JSONL store (SPEC §7.4). */
+export interface JsonlStoreOptions {
+  readonly root: string
+  readonly maxLineBytes?: number
+  readonly lockTimeoutMs?: number
+  readonly staleLockMs?: number
+  readonly maxEventBytes?: number
+}
+
+const DEFAULT_LOCK_TIMEOUT_MS = 5_000
+const DEFAULT_STALE_LOCK_MS = 30_000
+const READ_CHUNK = 65_536
+const READ_ATTEMPTS = 3
+const NEWLINE = 10
+
+/**
+ * The lock file's `at` is compared across processes (S9), so lock timing uses wall-clock time
+ * even when a test replaces the Clock service (a TestClock would also never end a lock wait).
+ */
+const wallClock = Clock.make()
+
+type Rec = Record<string, unknown>
+const isRecord = (v: unknown): v is Rec => typeof v === "object" && v !== null && !Array.isArray(v)
+
+const encoder = new TextEncoder()
+const envelopeKeySet: ReadonlySet<string> = new Set(ENVELOPE_KEYS)
+
+// ---------------------------------------------------------------------------------------------
+// Serialisation
+
+/** The JSONL header record line (line 1). */
+const headerLine = (header: SessionHeader): string => encodeJson(headerRecord(header) as Json) + "\n"
+
+/** Serialise header + events as JSONL text (export). */
+export const toJsonlText = (header: SessionHeader, events: ReadonlyArray<Event>): string => {
+  let out = headerLine(header)
+  for (const e of events) out += encodeEvent(e) + "\n"
+  return out
+}
+
+const batchText = (lines: ReadonlyArray<string>): string => lines.join("\n") + "\n"
+
+const WRITE_CHUNK = 1 << 20
+
+/** Write text parts in bounded chunks (a replaced log is never one giant string). */
+const writeParts = (handle: FileSystem.File, parts: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    let pending = ""
+    for (const part of parts) {
+      pending += part
+      if (pending.length >= WRITE_CHUNK) {
+        yield* handle.writeAll(encoder.encode(pending))
+        pending = ""
+      }
+    }
+    if (pending.length > 0) yield* handle.writeAll(encoder.encode(pending))
+  })
+
+// ---------------------------------------------------------------------------------------------
+// Read path (SPEC §7.4.4): a pure line classifier fed with chunks
+
+interface ScanOptions {
+  /** Where the file lives, for error messages. */
+  readonly location: string
+  /** L6: the header id must equal this. */
+  readonly expectedId?: string
+  /** L6: `encodeSessionId(header.id)` must equal this file-name stem. */
+  readonly expectedName?: string
+  readonly maxLineBytes: number
+  /** Keep the parsed events (load) or only count them (append's rescan). */
+  readonly keepEvents: boolean
+  /** Stop after the header line (list). */
+  readonly headerOnly?: boolean
+}
+
+interface Scanned {
+  readonly header: SessionHeader
+  readonly storedVersion: number
+  readonly events: Array<unknown>
+  readonly nextSeq: number
+  readonly tornTail: TornTail | undefined
+}
+
+type ParsedLine =
+  | { readonly _tag: "Unparsable" }
+  | { readonly _tag: "Parsed"; readonly value: unknown; readonly lossless: boolean; readonly detail?: string }
+
+const decodeUtf8 = (bytes: Uint8Array): string | undefined => {
+  try {
+    // fatal: invalid UTF-8 is a defect; ignoreBOM keeps a BOM so that it fails the parse
+    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes)
+  } catch {
+    return undefined
+  }
+}
+
+/** parseJson, keeping the parsed value when only the lossless check failed (-0, ±Infinity). */
+const parseLine = (text: string): ParsedLine => {
+  const r = parseJson(text)
+  if (r._tag === "Unparsable") return { _tag: "Unparsable" }
+  if (r._tag === "Ok") return { _tag: "Parsed", value: r.value, lossless: true }
+  let raw: unknown
+  try {
+    raw = JSON.parse(text)
+  } catch {
+    return { _tag: "Unparsable" }
+  }
+  return { _tag: "Parsed", value: raw, lossless: false, detail: `${r.rule} at "${r.path}": ${r.detail}` }
+}
+
+/** Reorder a stored record's envelope keys (§1.1) when it is a complete, closed envelope. */
+const reorder = (r: Rec): unknown => {
+  for (const key of Object.keys(r)) if (!envelopeKeySet.has(key)) return r
+  if (!("type" in r && "seq" in r && "time" in r && "data" in r)) return r
+  return orderEnvelope(r)
+}
+
+const OVERLONG: unique symbol = Symbol("OVERLONG")
+
+/** Line splitting and classification of one JSONL session file; fed chunk by chunk. */
+class Scanner {
+  private pieces: Array<Uint8Array> = []
+  private pieceBytes = 0
+  private overLong = false
+  private lineStart = 0
+  private lineNo = 0
+  private header: SessionHeader | undefined
+  private storedVersion = 0
+  private readonly events: Array<unknown> = []
+  private nextSeq = 0
+  private defect: { readonly reason: TornTail["reason"]; readonly position: number; readonly lineNo: number } | undefined
+  private laterTurnEnd = false
+  error: LoadError | undefined
+  done = false
+
+  constructor(private readonly opts: ScanOptions) {}
+
+  /** Feed the bytes at absolute file offset `offset`. */
+  push(chunk: Uint8Array, offset: number): void {
+    let from = 0
+    while (from < chunk.length && !this.done) {
+      const nl = chunk.indexOf(NEWLINE, from)
+      if (nl === -1) {
+        this.accumulate(chunk.subarray(from))
+        return
+      }
+      let line: Uint8Array | typeof OVERLONG
+      if (this.overLong) {
+        line = OVERLONG
+      } else if (this.pieces.length === 0) {
+        line = nl - from > this.opts.maxLineBytes ? OVERLONG : chunk.subarray(from, nl)
+      } else {
+        this.accumulate(chunk.subarray(from, nl))
+        line = this.overLong ? OVERLONG : concat(this.pieces, this.pieceBytes)
+      }
+      this.onLine(line, this.lineStart, true)
+      this.pieces = []
+      this.pieceBytes = 0
+      this.overLong = false
+      this.lineStart = offset + nl + 1
+      from = nl + 1
+    }
+  }
+
+  /** End of the bytes to read: classify the final fragment and return the outcome. */
+  finish(): Scanned | LoadError {
+    if (!this.done && (this.pieceBytes > 0 || this.overLong)) {
+      this.onLine(this.overLong ? OVERLONG : concat(this.pieces, this.pieceBytes), this.lineStart, false)
+    }
+    if (this.error !== undefined) return this.error
+    if (this.header === undefined) return this.corrupt("L5", 1, "empty file: no session header line")
+    let tornTail: TornTail | undefined
+    if (this.defect !== undefined) {
+      if (this.laterTurnEnd) {
+        // L2: the defect lies in the committed region
+        return new StoreCorrupt({
+          rule: "L2",
+          seq: this.nextSeq,
+          location: this.opts.location,
+          line: this.defect.lineNo,
+          detail: `defective line (${this.defect.reason}) before a later turn/end record`
+        })
+      }
+      tornTail = { fromSeq: this.nextSeq, reason: this.defect.reason, position: this.defect.position }
+    }
+    return {
+      header: this.header,
+      storedVersion: this.storedVersion,
+      events: this.events,
+      nextSeq: this.nextSeq,
+      tornTail
+    }
+  }
+
+  private accumulate(bytes: Uint8Array): void {
+    if (this.overLong || bytes.length === 0) return
+    if (this.pieceBytes + bytes.length > this.opts.maxLineBytes) {
+      // not buffered: skip to the next newline
+      this.overLong = true
+      this.pieces = []
+      this.pieceBytes = 0
+      return
+    }
+    this.pieces.push(bytes.slice())
+    this.pieceBytes += bytes.length
+  }
+
+  private corrupt(rule: string, line: number, detail: string, seq?: number): StoreCorrupt {
+    return new StoreCorrupt({
+      rule,
+      location: this.opts.location,
+      line,
+      detail,
+      ...(seq === undefined ? {} : { seq })
+    })
+  }
+
+  private fail(error: LoadError): void {
+    this.error = error
+    this.done = true
+  }
+
+  private onLine(line: Uint8Array | typeof OVERLONG, start: number, terminated: boolean): void {
+    this.lineNo++
+    if (this.lineNo === 1) {
+      this.onHeader(line, terminated)
+      if (this.opts.headerOnly === true) this.done = true
+      return
+    }
+    const lineNo = this.lineNo
+    if (line === OVERLONG) {
+      // L7: a complete over-long line is corruption wherever it is; a final one is torn (L1)
+      if (terminated) {
+        return this.fail(this.corrupt("L7", lineNo, `line longer than maxLineBytes (${this.opts.maxLineBytes})`))
+      }
+      return this.markDefect("fragment", start, lineNo)
+    }
+    if (this.defect !== undefined) {
+      // only to learn whether a later record is a turn/end (L2 vs L3)
+      if (!this.laterTurnEnd) {
+        const text = decodeUtf8(line)
+        if (text !== undefined && text.includes("turn")) {
+          const p = parseLine(text)
+          if (p._tag === "Parsed" && isRecord(p.value) && p.value.type === "turn/end") this.laterTurnEnd = true
+        }
+      }
+      return
+    }
+    if (!terminated) return this.markDefect("fragment", start, lineNo)
+    const text = decodeUtf8(line)
+    if (text === undefined) return this.markDefect("unparsable", start, lineNo)
+    const p = parseLine(text)
+    if (p._tag === "Unparsable") return this.markDefect("unparsable", start, lineNo)
+    const value = p.value
+    if (!isRecord(value)) return this.markDefect("not-object", start, lineNo)
+    if (value.seq !== this.nextSeq) return this.markDefect("seq-gap", start, lineNo)
+    if (!p.lossless) {
+      // L9: a committed-looking record that fails the lossless walk
+      return this.fail(
+        this.corrupt("L9", lineNo, `stored event is not lossless JSON (${p.detail ?? ""})`, this.nextSeq)
+      )
+    }
+    if (this.opts.keepEvents) this.events.push(reorder(value))
+    this.nextSeq++
+  }
+
+  private markDefect(reason: TornTail["reason"], position: number, lineNo: number): void {
+    this.defect = { reason, position, lineNo }
+  }
+
+  private onHeader(line: Uint8Array | typeof OVERLONG, terminated: boolean): void {
+    if (line === OVERLONG) {
+      return this.fail(
+        terminated
+          ? this.corrupt("L7", 1, `header line longer than maxLineBytes (${this.opts.maxLineBytes})`)
+          : this.corrupt("L5", 1, "header line without a newline")
+      )
+    }
+    const text = decodeUtf8(line)
+    if (text === undefined) return this.fail(this.corrupt("L5", 1, "header line is not valid UTF-8"))
+    const p = parseLine(text)
+    if (p._tag === "Unparsable") return this.fail(this.corrupt("L5", 1, "header line is not valid JSON"))
+    const value = p.value
+    // K5: JSON, but not an object
+    if (!isRecord(value)) return this.fail(this.corrupt("K5", 1, "header line is not a JSON object"))
+    // K4 before any header-shape check; K6: a non-string id is named stringified
+    const version = value.version
+    if (typeof version === "number" && version !== 0 && version !== 1) {
+      const id = value.id
+      const named = id === undefined ? undefined : typeof id === "string" ? id : (JSON.stringify(id) ?? String(id))
+      return this.fail(
+        new FormatUnsupported({
+          rule: id === undefined || typeof id === "string" ? "K4" : "K6",
+          found: version,
+          supported: 1,
+          direction: version > 1 ? "newer" : "older",
+          location: this.opts.location,
+          ...(named === undefined ? {} : { sessionId: named })
+        })
+      )
+    }
+    if (value.type !== "session") {
+      return this.fail(this.corrupt("L5", 1, "first line is not a {\"type\":\"session\"} record"))
+    }
+    if (!terminated) return this.fail(this.corrupt("L5", 1, "header line without a newline"))
+    if (typeof version !== "number") {
+      return this.fail(new SessionHeaderInvalid({ rule: "J2", field: "version", detail: "version must be a number" }))
+    }
+    const header = validateSessionHeader(value, { checkVersion: false })
+    if (header instanceof SessionHeaderInvalid) return this.fail(header)
+    // L6: identity (a renamed file, a case-insensitive name collision)
+    if (this.opts.expectedId !== undefined && header.id !== this.opts.expectedId) {
+      return this.fail(
+        new SessionNotFound({
+          rule: "L6",
+          sessionId: this.opts.expectedId,
+          detail: `${this.opts.location} holds session "${header.id}"`
+        })
+      )
+    }
+    if (this.opts.expectedName !== undefined && encodeSessionId(header.id) !== this.opts.expectedName) {
+      return this.fail(
+        new SessionNotFound({
+          rule: "L6",
+          sessionId: this.opts.expectedId ?? header.id,
+          detail: `the header id "${header.id}" does not match the file name ${this.opts.location}`
+        })
+      )
+    }
+    this.header = header
+    this.storedVersion = version
+  }
+}
+
+const concat = (pieces: ReadonlyArray<Uint8Array>, total: number): Uint8Array => {
+  if (pieces.length === 1) return pieces[0]
+  const out = new Uint8Array(total)
+  let at = 0
+  for (const p of pieces) {
+    out.set(p, at)
+    at += p.length
+  }
+  return out
+}
+
+const inoOf = (info: FileSystem.File.Info): string => String(Option.getOrElse(info.ino, () => 0))
+
+/** A scan's outcome plus the file identity it was read at. */
+interface ScanOutcome {
+  readonly result: Scanned
+  readonly ino: string
+  readonly size: number
+  readonly revision: string
+}
+
+const storeFailure = (method: string) => (cause: unknown) => new StoreFailure({ method, cause })
+
+/**
+ * Stream one file through the scanner (SPEC §7.4.4): stat, read `[0, S0)` in chunks, re-stat
+ * and retry on an identity change or a shrink. `undefined` when the file does not exist.
+ */
+const scanFile = (
+  path: string,
+  opts: ScanOptions,
+  method: string
+): Effect.Effect<ScanOutcome | undefined, LoadError, FileSystem.FileSystem> =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    for (let attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
+      const read = yield* Effect.scoped(Effect.gen(function*() {
+        const file = yield* fs.open(path, { flag: "r" })
+        const info = yield* file.stat
+        const size0 = Number(info.size)
+        const scanner = new Scanner(opts)
+        const buffer = new Uint8Array(Math.min(READ_CHUNK, Math.max(size0, 1)))
+        let offset = 0
+        while (offset < size0 && !scanner.done) {
+          const n = Number(yield* file.read(buffer))
+          if (n === 0) break
+          const take = Math.min(n, size0 - offset)
+          scanner.push(buffer.subarray(0, take), offset)
+          offset += take
+        }
+        return { scanner, ino: inoOf(info), size0 }
+      })).pipe(
+        Effect.map(Option.some),
+        Effect.catchIf((e) => isNotFound(e), () => Effect.succeed(Option.none()))
+      )
+      if (Option.isNone(read)) return undefined
+      const { ino, scanner, size0 } = read.value
+      const after = yield* fs.stat(path).pipe(
+        Effect.map(Option.some),
+        Effect.catchIf((e) => isNotFound(e), () => Effect.succeed(Option.none()))
+      )
+      // consistency: the file was replaced or shrank during the read; read again
+      if (Option.isNone(after) || inoOf(after.value) !== ino || Number(after.value.size) < size0) continue
+      const outcome = scanner.finish()
+      if (!("header" in outcome)) return yield* outcome
+      return { result: outcome, ino, size: size0, revision: `${ino}:${size0}` }
+    }
+    return yield* new StoreFailure({ method, cause: "the file kept changing while it was read", detail: path })
+  }).pipe(Effect.catchTag("SystemError", "BadArgument", (e: PlatformError) => Effect.fail(storeFailure(method)(e))))
+
+/** Read one JSONL session file directly (CLI path reads: no root, no file-name check; the id is the header's). */
+export const readJsonlFile = (
+  path: string,
+  options?: { readonly expectedId?: string; readonly maxLineBytes?: number }
+): Effect.Effect<LoadResult, LoadError, FileSystem.FileSystem> =>
+  Effect.gen(function*() {
+    const scanned = yield* scanFile(path, {
+      location: path,
+      maxLineBytes: options?.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES,
+      keepEvents: true,
+      ...(options?.expectedId === undefined ? {} : { expectedId: options.expectedId })
+    }, "readJsonlFile")
+    if (scanned === undefined) {
+      return yield* new StoreFailure({ method: "readJsonlFile", cause: "no such file", detail: path })
+    }
+    return toLoadResult(scanned)
+  })
+
+const toLoadResult = (s: ScanOutcome): LoadResult => ({
+  header: s.result.header,
+  storedVersion: s.result.storedVersion,
+  events: s.result.events,
+  tornTail: s.result.tornTail,
+  revision: s.revision
+})
+
+// ---------------------------------------------------------------------------------------------
+// The store
+
+interface CachedState {
+  readonly ino: string
+  readonly size: number
+  readonly nextSeq: number
+}
+
+/** Build a JSONL store over `options.root`. */
+export const makeJsonlStore = (
+  options: JsonlStoreOptions
+): Effect.Effect<SessionStoreShape, never, FileSystem.FileSystem | Path.Path> =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const path = yield* Path.Path
+    const maxEventBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES
+    const maxLineBytes = options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES
+    if (maxLineBytes < maxEventBytes) {
+      return yield* Effect.dieMessage(`JsonlStore: maxLineBytes (${maxLineBytes}) must be >= maxEventBytes (${maxEventBytes})`)
+    }
+    const lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS
+    const staleLockMs = options.staleLockMs ?? DEFAULT_STALE_LOCK_MS
+    const root = path.resolve(options.root)
+    const host = currentHost()
+    const provideFs = Effect.provideService(FileSystem.FileSystem, fs)
+
+    /** Registered by `create`, not yet materialised by this instance. */
+    const registered = new Map<string, SessionHeader>()
+    const cache = new Map<string, CachedState>()
+    /** S8: appends fail until a `load` re-reads the session. */
+    const suspect = new Set<string>()
+    const semaphores = new Map<string, Effect.Semaphore>()
+    let rootReady = false
+
+    const fileOf = (id: string) => {
+      const name = encodeSessionId(id)
+      return { name, file: path.join(root, name + ".jsonl") }
+    }
+    const mapFs = (method: string) => <A, R>(effect: Effect.Effect<A, PlatformError, R>) =>
+      Effect.mapError(effect, storeFailure(method))
+    const notFound = (id: string) => new SessionNotFound({ rule: "L11", sessionId: id })
+    const semaphoreFor = (id: string): Effect.Semaphore => {
+      let s = semaphores.get(id)
+      if (s === undefined) {
+        s = Effect.unsafeMakeSemaphore(1)
+        semaphores.set(id, s)
+      }
+      return s
+    }
+    const statOption = (file: string) =>
+      fs.stat(file).pipe(
+        Effect.map(Option.some),
+        Effect.catchIf((e) => isNotFound(e), () => Effect.succeed(Option.none<FileSystem.File.Info>()))
+      )
+    const randomHex = Effect.gen(function*() {
+      let out = ""
+      for (let i = 0; i < 4; i++) out += (yield* Random.nextIntBetween(0, 0x10000)).toString(16).padStart(4, "0")
+      return out
+    })
+
+    /** SPEC §7.4.3 step 1: create missing directories (0700), fsyncing each new one's parent. */
+    const ensureRoot = Effect.gen(function*() {
+      if (rootReady) return
+      const missing: Array<string> = []
+      let dir = root
+      while (!(yield* fs.exists(dir))) {
+        missing.unshift(dir)
+        const parent = path.dirname(dir)
+        if (parent === dir) break
+        dir = parent
+      }
+      for (const d of missing) {
+        yield* fs.makeDirectory(d, { mode: 0o700 }).pipe(Effect.catchIf(isAlreadyExists, () => Effect.void))
+        yield* provideFs(fsyncDirectory(path.dirname(d)))
+      }
+      rootReady = true
+    })
+
+    /** Write `parts` to a fresh temporary file (`wx`, 0600) next to the session file and fsync it. */
+    const writeTemp = (name: string, parts: ReadonlyArray<string>) =>
+      Effect.gen(function*() {
+        for (let attempt = 0;; attempt++) {
+          const temp = path.join(root, `.${name}.${yield* randomHex}.tmp`)
+          const created = yield* Effect.scoped(Effect.gen(function*() {
+            const handle = yield* fs.open(temp, { flag: "wx", mode: 0o600 })
+            yield* Effect.onError(
+              Effect.zipRight(writeParts(handle, parts), handle.sync),
+              () => Effect.ignore(fs.remove(temp))
+            )
+          })).pipe(
+            Effect.as(true),
+            Effect.catchIf((e) => isAlreadyExists(e) && attempt < 8, () => Effect.succeed(false))
+          )
+          if (created) return temp
+        }
+      })
+
+    // -- lock file (SPEC §7.4.5) ----------------------------------------------------------
+
+    const lockIsStale = (lock: string, now: number) =>
+      Effect.gen(function*() {
+        const content = yield* fs.readFileString(lock).pipe(
+          Effect.map(Option.some),
+          Effect.catchIf(isNotFound, () => Effect.succeed(Option.none<string>()))
+        )
+        // gone meanwhile: retry at once
+        if (Option.isNone(content)) return "gone" as const
+        let holder: unknown
+        try {
+          holder = JSON.parse(content.value)
+        } catch {
+          holder = undefined
+        }
+        if (
+          isRecord(holder) && typeof holder.pid === "number" && typeof holder.host === "string" &&
+          typeof holder.at === "number"
+        ) {
+          // S9: holder dead on this host, or older than staleLockMs
+          if (holder.host === host && !isProcessAlive(holder.pid)) return "stale" as const
+          return now - holder.at > staleLockMs ? "stale" as const : "held" as const
+        }
+        // unreadable content (a holder that died between create and write): judge by age
+        const info = yield* statOption(lock)
+        if (Option.isNone(info)) return "gone" as const
+        const mtime = Option.getOrElse(info.value.mtime, () => new Date(now))
+        return now - mtime.getTime() > staleLockMs ? "stale" as const : "held" as const
+      })
+
+    const acquireLock = (lock: string, method: string) =>
+      Effect.gen(function*() {
+        const start = yield* Clock.currentTimeMillis
+        let delay = 2
+        for (;;) {
+          const now = yield* Clock.currentTimeMillis
+          const content = JSON.stringify({ pid: currentPid(), host, at: now })
+          const created = yield* Effect.scoped(Effect.gen(function*() {
+            const handle = yield* fs.open(lock, { flag: "wx", mode: 0o600 })
+            yield* Effect.onError(handle.writeAll(encoder.encode(content)), () => Effect.ignore(fs.remove(lock)))
+          })).pipe(Effect.as(true), Effect.catchIf(isAlreadyExists, () => Effect.succeed(false)))
+          if (created) return
+          const state = yield* lockIsStale(lock, now)
+          if (state === "gone") continue
+          if (state === "stale") {
+            yield* fs.remove(lock).pipe(Effect.catchIf(isNotFound, () => Effect.void))
+            yield* Effect.logDebug(`JsonlStore: removed a stale lock ${lock}`)
+            continue
+          }
+          if (now - start >= lockTimeoutMs) {
+            return yield* new StoreFailure({ rule: "S6", method, cause: "lock timeout", detail: lock })
+          }
+          yield* Effect.sleep(delay)
+          delay = Math.min(delay * 2, 50)
+        }
+      }).pipe(
+        Effect.catchTag("SystemError", "BadArgument", (e: PlatformError) => Effect.fail(storeFailure(method)(e))),
+        Effect.withClock(wallClock)
+      )
+
+    /** Run `body` holding the per-id semaphore and the session's lock file. */
+    const underLock = <A, E>(id: string, method: string, body: Effect.Effect<A, E>) => {
+      const lock = fileOf(id).file + ".lock"
+      return semaphoreFor(id).withPermits(1)(
+        Effect.acquireUseRelease(acquireLock(lock, method), () => body, () => Effect.ignore(fs.remove(lock)))
+      )
+    }
+
+    /** Rescan under the lock: the stored state, a torn tail or a corruption. */
+    const rescan = (id: string, method: string) =>
+      Effect.gen(function*() {
+        const { file, name } = fileOf(id)
+        const scanned = yield* provideFs(scanFile(file, {
+          location: file,
+          expectedId: id,
+          expectedName: name,
+          maxLineBytes,
+          keepEvents: false
+        }, method))
+        if (scanned === undefined) return yield* notFound(id)
+        return scanned
+      })
+
+    /** Cold-read errors met by a writer: format refusals and header faults become StoreCorrupt. */
+    const asWriteError = (file: string) => (e: LoadError) =>
+      e._tag === "FormatUnsupported" || e._tag === "SessionHeaderInvalid" || e._tag === "UnknownEventType"
+        ? new StoreCorrupt({ rule: e.rule, location: file, detail: `cannot write: ${e.message}`, cause: e })
+        : e
+
+    // -- materialisation (SPEC §7.4.3) ------------------------------------------------------
+
+    const materialise = (id: string, header: SessionHeader, events: ReadonlyArray<Event>, lines: ReadonlyArray<string>) =>
+      Effect.gen(function*() {
+        const { file, name } = fileOf(id)
+        yield* mapFs("append")(ensureRoot)
+        const temp = yield* mapFs("append")(writeTemp(name, [headerLine(header), batchText(lines)]))
+        const linked = yield* fs.link(temp, file).pipe(
+          Effect.as(true),
+          Effect.catchIf(isAlreadyExists, () => Effect.succeed(false)),
+          Effect.tapError(() => Effect.ignore(fs.remove(temp))),
+          mapFs("append")
+        )
+        if (!linked) {
+          yield* Effect.ignore(fs.remove(temp))
+          return yield* new SessionExists({ rule: "J14", sessionId: id })
+        }
+        registered.delete(id)
+        yield* provideFs(fsyncDirectory(root)).pipe(mapFs("append"))
+        yield* Effect.ignore(fs.remove(temp))
+        const info = yield* statOption(file).pipe(Effect.orElseSucceed(() => Option.none<FileSystem.File.Info>()))
+        if (Option.isSome(info)) {
+          cache.set(id, { ino: inoOf(info.value), size: Number(info.value.size), nextSeq: events.length })
+        }
+      })
+
+    // -- append onto an existing file (SPEC §7.4.3) -----------------------------------------
+
+    const appendExisting = (id: string, expectedSeq: number, count: number, text: string) =>
+      underLock(
+        id,
+        "append",
+        Effect.gen(function*() {
+          const { file } = fileOf(id)
+          const info = yield* statOption(file).pipe(mapFs("append"))
+          if (Option.isNone(info)) return yield* notFound(id)
+          const ino = inoOf(info.value)
+          const size = Number(info.value.size)
+          const cached = cache.get(id)
+          let storedSeq: number
+          if (cached !== undefined && cached.ino === ino && cached.size === size) {
+            storedSeq = cached.nextSeq
+          } else {
+            const scanned = yield* rescan(id, "append").pipe(Effect.mapError(asWriteError(file)))
+            if (scanned.result.tornTail !== undefined) {
+              // L1: never append onto a torn tail
+              return yield* new AppendConflict({
+                rule: "L1",
+                sessionId: id,
+                expectedSeq,
+                storedSeq: scanned.result.nextSeq,
+                detail: `the stored log has a torn tail at byte ${scanned.result.tornTail.position}; open the session to repair it`
+              })
+            }
+            storedSeq = scanned.result.nextSeq
+            if (scanned.ino !== ino || scanned.size !== size) {
+              // replaced between stat and scan despite the lock: retry later
+              cache.delete(id)
+              return yield* new StoreFailure({ method: "append", cause: "the file changed under the lock", detail: file })
+            }
+          }
+          // C5 / C7
+          if (expectedSeq !== storedSeq) {
+            return yield* new AppendConflict({
+              rule: expectedSeq > storedSeq ? "C5" : "C7",
+              sessionId: id,
+              expectedSeq,
+              storedSeq
+            })
+          }
+          const bytes = encoder.encode(text)
+          // uninterruptible: an interrupted write must still be rolled back (S7)
+          const written = yield* Effect.uninterruptible(Effect.scoped(Effect.gen(function*() {
+            const handle = yield* fs.open(file, { flag: "a" })
+            const outcome = yield* Effect.either(Effect.zipRight(handle.writeAll(bytes), handle.sync))
+            if (outcome._tag === "Right") return undefined
+            // S7: roll back to the previous size so a retry cannot duplicate seqs
+            const rollback = yield* Effect.either(Effect.zipRight(handle.truncate(size), handle.sync))
+            return { write: outcome.left, rollback: rollback._tag === "Left" ? rollback.left : undefined }
+          })).pipe(
+            Effect.catchAll((e) => Effect.succeed({ write: e, rollback: undefined }))
+          ))
+          if (written !== undefined) {
+            cache.delete(id)
+            if (written.rollback !== undefined) {
+              suspect.add(id)
+              return yield* new StoreFailure({
+                rule: "S8",
+                method: "append",
+                cause: { write: written.write, rollback: written.rollback },
+                detail: "write failed and its rollback failed too; the session is suspect until reloaded"
+              })
+            }
+            return yield* new StoreFailure({ rule: "S7", method: "append", cause: written.write })
+          }
+          cache.set(id, { ino, size: size + bytes.length, nextSeq: expectedSeq + count })
+        })
+      )
+
+    const store: SessionStoreShape = {
+      create: Effect.fn("JsonlStore.create")(function*(input: unknown) {
+        const header = validateSessionHeader(input)
+        // J13: a rejected create registers nothing
+        if (header instanceof SessionHeaderInvalid) return yield* header
+        if (registered.has(header.id)) return yield* new SessionExists({ rule: "J14", sessionId: header.id })
+        const existing = yield* statOption(fileOf(header.id).file).pipe(mapFs("create"))
+        if (Option.isSome(existing)) return yield* new SessionExists({ rule: "J14", sessionId: header.id })
+        registered.set(header.id, header)
+        return header
+      }),
+
+      append: Effect.fn("JsonlStore.append")(function*(id: string, events: ReadonlyArray<Event>, options: {
+        readonly expectedSeq: number
+      }) {
+        if (events.length === 0) return
+        const { expectedSeq } = options
+        const checked = precheckBatch(events, expectedSeq, { maxEventBytes })
+        if ("_tag" in checked) return yield* checked
+        if (suspect.has(id)) {
+          return yield* new StoreFailure({
+            rule: "S8",
+            method: "append",
+            cause: "session is suspect after a failed rollback",
+            detail: "load the session to re-read it"
+          })
+        }
+        if (registered.has(id)) {
+          const materialised = yield* semaphoreFor(id).withPermits(1)(Effect.gen(function*() {
+            const header = registered.get(id)
+            // materialised by a concurrent fiber meanwhile: an ordinary append below
+            if (header === undefined) return false
+            if (expectedSeq !== 0) {
+              return yield* new AppendConflict({ rule: "C5", sessionId: id, expectedSeq, storedSeq: 0 })
+            }
+            yield* materialise(id, header, checked.events, checked.lines)
+            return true
+          }))
+          if (materialised) return
+        }
+        return yield* appendExisting(id, expectedSeq, checked.events.length, batchText(checked.lines))
+      }),
+
+      load: Effect.fn("JsonlStore.load")(function*(id: string) {
+        const { file, name } = fileOf(id)
+        const scanned = yield* provideFs(scanFile(file, {
+          location: file,
+          expectedId: id,
+          expectedName: name,
+          maxLineBytes,
+          keepEvents: true
+        }, "load"))
+        if (scanned === undefined) {
+          const header = registered.get(id)
+          if (header === undefined) return yield* notFound(id)
+          return { header, storedVersion: header.version, events: [], tornTail: undefined, revision: "unmaterialised" }
+        }
+        suspect.delete(id)
+        return toLoadResult(scanned)
+      }),
+
+      readFrom: (id, fromSeq) => readFromLoad(store.load)(id, fromSeq),
+
+      list: Effect.fn("JsonlStore.list")(function*() {
+        const names = yield* fs.readDirectory(root).pipe(
+          Effect.catchIf(isNotFound, () => Effect.succeed<Array<string>>([])),
+          mapFs("list")
+        )
+        const headers: Array<SessionHeader> = []
+        for (const entry of names) {
+          if (!entry.endsWith(".jsonl") || entry.startsWith(".")) continue
+          const file = path.join(root, entry)
+          const scanned = yield* provideFs(scanFile(file, {
+            location: file,
+            expectedName: entry.slice(0, -".jsonl".length),
+            maxLineBytes,
+            keepEvents: false,
+            headerOnly: true
+          }, "list")).pipe(Effect.either)
+          if (scanned._tag === "Left" || scanned.right === undefined) {
+            if (scanned._tag === "Left") {
+              yield* Effect.logWarning(`JsonlStore.list: skipping ${file}: ${scanned.left.message}`)
+            }
+            continue
+          }
+          headers.push(scanned.right.result.header)
+        }
+        return headers.sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+      }),
+
+      truncateTornTail: Effect.fn("JsonlStore.truncateTornTail")(function*(id: string, tornTail: TornTail, options: {
+        readonly revision: string
+      }) {
+        const { file } = fileOf(id)
+        const exists = yield* statOption(file).pipe(mapFs("truncateTornTail"))
+        if (Option.isNone(exists)) return yield* notFound(id)
+        return yield* underLock(
+          id,
+          "truncateTornTail",
+          Effect.gen(function*() {
+            const scanned = yield* rescan(id, "truncateTornTail").pipe(Effect.mapError(asWriteError(file)))
+            const now = scanned.result.tornTail
+            if (
+              scanned.revision !== options.revision || now === undefined || now.fromSeq !== tornTail.fromSeq ||
+              now.position !== tornTail.position
+            ) {
+              // L8: the stored log changed since it was read
+              return yield* new AppendConflict({
+                rule: "L8",
+                sessionId: id,
+                expectedSeq: tornTail.fromSeq,
+                storedSeq: scanned.result.nextSeq,
+                detail: "the stored log changed since it was read"
+              })
+            }
+            cache.delete(id)
+            yield* Effect.scoped(Effect.gen(function*() {
+              const handle = yield* fs.open(file, { flag: "r+" })
+              yield* handle.truncate(now.position)
+              yield* handle.sync
+            })).pipe(mapFs("truncateTornTail"))
+            cache.set(id, { ino: scanned.ino, size: now.position, nextSeq: now.fromSeq })
+          })
+        )
+      }),
+
+      replaceLog: Effect.fn("JsonlStore.replaceLog")(function*(id: string, header: SessionHeader, events: ReadonlyArray<Event>, options: {
+        readonly revision: string
+        readonly backup: string
+      }) {
+        const { file, name } = fileOf(id)
+        const exists = yield* statOption(file).pipe(mapFs("replaceLog"))
+        if (Option.isNone(exists)) return yield* notFound(id)
+        return yield* underLock(
+          id,
+          "replaceLog",
+          Effect.gen(function*() {
+            const current = yield* rescan(id, "replaceLog").pipe(Effect.mapError(asWriteError(file)))
+            if (current.revision !== options.revision) {
+              // L8: the stored log changed since it was read
+              return yield* new AppendConflict({
+                rule: "L8",
+                sessionId: id,
+                expectedSeq: events.length,
+                storedSeq: current.result.nextSeq,
+                detail: "the stored log changed since it was read"
+              })
+            }
+            cache.delete(id)
+            const parts = [headerLine(header), ...events.map((e) => encodeEvent(e) + "\n")]
+            const temp = yield* writeTemp(name, parts).pipe(mapFs("replaceLog"))
+            const swap = Effect.gen(function*() {
+              const version = current.result.storedVersion
+              // keep the original: <name>.jsonl.v<version>.bak, then .v<version>.1.bak, ...
+              for (let n = 0;; n++) {
+                const backup = `${file}.v${version}${n === 0 ? "" : `.${n}`}.bak`
+                const linked = yield* fs.link(file, backup).pipe(
+                  Effect.as(true),
+                  Effect.catchIf((e) => isAlreadyExists(e) && n < 1000, () => Effect.succeed(false))
+                )
+                if (linked) break
+              }
+              yield* fs.rename(temp, file)
+              yield* provideFs(fsyncDirectory(root))
+            })
+            yield* swap.pipe(Effect.tapError(() => Effect.ignore(fs.remove(temp))), mapFs("replaceLog"))
+            const info = yield* statOption(file).pipe(Effect.orElseSucceed(() => Option.none<FileSystem.File.Info>()))
+            if (Option.isSome(info)) {
+              cache.set(id, { ino: inoOf(info.value), size: Number(info.value.size), nextSeq: events.length })
+            }
+          })
+        )
+      })
+    }
+    return store
+  })
+
+/** A JSONL SessionStore layer over `options.root`. */
+export const layerJsonlStore = (
+  options: JsonlStoreOptions
+): Layer.Layer<SessionStore, never, FileSystem.FileSystem | Path.Path> => Layer.effect(SessionStore, makeJsonlStore(options))
