@@ -6,7 +6,8 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
-import * as FiberRef from "effect/FiberRef"
+import * as Equal from "effect/Equal"
+import type * as FiberId from "effect/FiberId"
 import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
 import * as Schema from "effect/Schema"
@@ -358,7 +359,6 @@ const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never, Scope.
     const id = header.id
     const log = init.events
     const lock = yield* Effect.makeSemaphore(1)
-    const holding = yield* FiberRef.make(false)
     const pubsub = yield* Effect.acquireRelease(PubSub.unbounded<Event>(), PubSub.shutdown)
     let state: "open" | "failed" | "closed" = "open"
     let failure: AppendConflict | undefined
@@ -380,11 +380,22 @@ const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never, Scope.
     }
     for (const e of log) foldHeaders(e)
 
+    // the fiber holding the append lock: its own appends (inside `exclusive`) proceed without waiting
+    let owner: FiberId.FiberId | undefined
     const withLock = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-      Effect.flatMap(
-        FiberRef.get(holding),
-        (held) => held ? effect : lock.withPermits(1)(Effect.locally(effect, holding, true))
-      )
+      Effect.withFiberRuntime((fiber) => {
+        const me = fiber.id()
+        if (owner !== undefined && Equal.equals(owner, me)) return effect
+        return lock.withPermits(1)(Effect.suspend(() => {
+          owner = me
+          return Effect.ensuring(
+            effect,
+            Effect.sync(() => {
+              owner = undefined
+            })
+          )
+        }))
+      })
 
     const checkUsable = (): SessionNotFound | AppendConflict | undefined => {
       if (state === "closed") {
@@ -421,82 +432,96 @@ const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never, Scope.
       })
       : undefined
 
+    /** Steps 0 and 2–8 of SPEC §3.1: everything that needs no effect. Returns the frozen event or the error. */
+    const prepare = (type: unknown, data: unknown, options: AppendOptions | undefined, time: number) => {
+      const unusable = checkUsable()
+      if (unusable !== undefined) return unusable
+      const seq = log.length
+      if (typeof type !== "string") {
+        return new InvalidEnvelope({ rule: "B2", seq, field: "type", detail: "type must be a string" })
+      }
+      const opts: Rec = isRecord(options) ? options : {}
+      const surfaceOp = opts.surfaceOp
+      const sourceEventSeqs = opts.sourceEventSeqs
+      const ignorable = opts.ignorable
+      if (ignorable !== undefined && ignorable !== true) {
+        return new InvalidEnvelope({
+          rule: "B6",
+          seq,
+          field: "ignorable",
+          detail: "ignorable must be exactly true when present"
+        })
+      }
+      const walked = walkJson(data, "/data")
+      if (walked._tag === "Fail") return lossless(walked.rule, seq, walked.path, walked.detail)
+      const legacy = checkLegacy(type, walked.value, seq)
+      if (legacy !== undefined) return legacy
+      const shape = checkTypeShape(type, walked.value, seq)
+      if (shape !== undefined) return shape
+      const event: Rec = { type, seq, time, data: walked.value }
+      // step 6: surfaceOp (D6) before sourceEventSeqs (E1/E4); key order is restored by orderEnvelope
+      if (surfaceOp !== undefined) {
+        const w = walkJson(surfaceOp, "/surfaceOp")
+        if (w._tag === "Fail") {
+          return new SurfaceMarkerInvalid({
+            rule: "D6",
+            seq,
+            eventType: type,
+            detail: `surfaceOp is not lossless JSON (${w.detail})`
+          })
+        }
+        event.surfaceOp = w.value
+      }
+      if (sourceEventSeqs !== undefined) {
+        const w = walkJson(sourceEventSeqs, "/sourceEventSeqs")
+        if (w._tag === "Fail") {
+          const isArray = Array.isArray(sourceEventSeqs)
+          return new ProvenanceInvalid({
+            rule: isArray ? "E4" : "E1",
+            seq,
+            detail: `sourceEventSeqs ${isArray ? "has a bad element" : "is not an array"} (${w.detail})`
+          })
+        }
+        event.sourceEventSeqs = w.value
+      }
+      if (ignorable === true) event.ignorable = true
+      const frozen = markTrusted(orderEnvelope(event))
+      const line = encodeEvent(frozen)
+      if (line.length * 3 > init.maxEventBytes && utf8Length(line) > init.maxEventBytes) {
+        return new InvalidEnvelope({
+          rule: "B10",
+          seq,
+          field: "size",
+          detail: `serialised event is larger than ${init.maxEventBytes} bytes`
+        })
+      }
+      const plan = tracker.plan(frozen, seq)
+      return isPlan(plan) ? frozen : plan
+    }
+
+    /** Step 11 and later: commit in memory, hand to write-behind, publish. */
+    const commit = (frozen: Event): Effect.Effect<Event> => {
+      log.push(frozen)
+      snapshot = undefined
+      tracker.catchUp()
+      foldHeaders(frozen)
+      for (const v of validators) v.apply(frozen)
+      const published = PubSub.publish(pubsub, frozen).pipe(Effect.as(frozen))
+      return batched === undefined ? published : Effect.zipRight(batched.enqueue(frozen), published)
+    }
+
     const appendUnknown = (type: unknown, data: unknown, options?: AppendOptions): Effect.Effect<Event, AppendError> =>
-      withLock(Effect.gen(function*() {
-        const unusable = checkUsable()
-        if (unusable !== undefined) return yield* unusable
-        const seq = log.length
-        if (typeof type !== "string") {
-          return yield* new InvalidEnvelope({ rule: "B2", seq, field: "type", detail: "type must be a string" })
+      withLock(Effect.flatMap(Clock.currentTimeMillis, (time): Effect.Effect<Event, AppendError> => {
+        const prepared = prepare(type, data, options, time)
+        if ("_tag" in prepared) return Effect.fail(prepared)
+        const seq = prepared.seq
+        let effect: Effect.Effect<unknown, AppendError> = Effect.void
+        // step 9: pre-commit validators; step 10: durable persistence
+        for (const v of validators) effect = Effect.zipRight(effect, v.check(prepared, { logLength: seq }))
+        if (batched === undefined) {
+          effect = Effect.zipRight(effect, noteConflict(store.append(id, [prepared], { expectedSeq: seq })))
         }
-        const opts: Rec = isRecord(options) ? options : {}
-        const surfaceOp = opts.surfaceOp
-        const sourceEventSeqs = opts.sourceEventSeqs
-        const ignorable = opts.ignorable
-        if (ignorable !== undefined && ignorable !== true) {
-          return yield* new InvalidEnvelope({
-            rule: "B6",
-            seq,
-            field: "ignorable",
-            detail: "ignorable must be exactly true when present"
-          })
-        }
-        const walked = walkJson(data, "/data")
-        if (walked._tag === "Fail") return yield* lossless(walked.rule, seq, walked.path, walked.detail)
-        const legacy = checkLegacy(type, walked.value, seq)
-        if (legacy !== undefined) return yield* legacy
-        const shape = checkTypeShape(type, walked.value, seq)
-        if (shape !== undefined) return yield* shape
-        const event: Rec = { type, seq, time: 0, data: walked.value }
-        // step 6: surfaceOp (D6) before sourceEventSeqs (E1/E4); key order is restored by orderEnvelope
-        if (surfaceOp !== undefined) {
-          const w = walkJson(surfaceOp, "/surfaceOp")
-          if (w._tag === "Fail") {
-            return yield* new SurfaceMarkerInvalid({
-              rule: "D6",
-              seq,
-              eventType: type,
-              detail: `surfaceOp is not lossless JSON (${w.detail})`
-            })
-          }
-          event.surfaceOp = w.value
-        }
-        if (sourceEventSeqs !== undefined) {
-          const w = walkJson(sourceEventSeqs, "/sourceEventSeqs")
-          if (w._tag === "Fail") {
-            return yield* new ProvenanceInvalid({
-              rule: Array.isArray(sourceEventSeqs) ? "E4" : "E1",
-              seq,
-              detail: `sourceEventSeqs ${Array.isArray(sourceEventSeqs) ? "has a bad element" : "is not an array"} (${w.detail})`
-            })
-          }
-          event.sourceEventSeqs = w.value
-        }
-        if (ignorable === true) event.ignorable = true
-        event.time = yield* Clock.currentTimeMillis
-        const frozen = markTrusted(orderEnvelope(event))
-        const line = encodeEvent(frozen)
-        if (line.length * 3 > init.maxEventBytes && utf8Length(line) > init.maxEventBytes) {
-          return yield* new InvalidEnvelope({
-            rule: "B10",
-            seq,
-            field: "size",
-            detail: `serialised event is larger than ${init.maxEventBytes} bytes`
-          })
-        }
-        const plan = tracker.plan(frozen, seq)
-        if (!isPlan(plan)) return yield* plan
-        for (const v of validators) yield* v.check(frozen, { logLength: seq })
-        if (batched === undefined) yield* store.append(id, [frozen], { expectedSeq: seq }).pipe(noteConflict)
-        // commit
-        log.push(frozen)
-        snapshot = undefined
-        tracker.catchUp()
-        foldHeaders(frozen)
-        for (const v of validators) v.apply(frozen)
-        if (batched !== undefined) yield* batched.enqueue(frozen)
-        yield* PubSub.publish(pubsub, frozen)
-        return frozen
+        return Effect.flatMap(effect, () => commit(prepared))
       }))
 
     const messages = Effect.sync(() => {

@@ -1,12 +1,13 @@
 /**
- * Event serialisation in the fixed key order of SPEC §1.1 (memoised per frozen event, so the
- * size check, the stores and exports serialise an event once), and the registry of events built
- * by this library's walk: those are detached and deep-frozen, so no later check can differ.
+ * Event serialisation in the fixed key order of SPEC §1.1 (the last frozen event's text is kept,
+ * so the size check and the store's write of one append serialise it once), and the registry of
+ * events built by this library's walk: detached and deep-frozen, so no later check can differ.
  */
 import type { Event } from "./Events.js"
 import { encodeJson, type Json } from "./Json.js"
 
-const encoded = new WeakMap<object, string>()
+let lastEvent: object | undefined
+let lastText = ""
 const trusted = new WeakSet<object>()
 
 /** Rebuild an envelope with its keys in §1.1 order (absent keys omitted). */
@@ -20,10 +21,12 @@ export const orderEnvelope = (r: Record<string, unknown>): Event => {
 
 /** The JSON text of an event (one JSONL line without the newline). */
 export const encodeEvent = (event: Event): string => {
-  const hit = encoded.get(event)
-  if (hit !== undefined) return hit
+  if (event === lastEvent) return lastText
   const text = encodeJson(orderEnvelope(event as unknown as Record<string, unknown>) as unknown as Json)
-  if (Object.isFrozen(event)) encoded.set(event, text)
+  if (Object.isFrozen(event)) {
+    lastEvent = event
+    lastText = text
+  }
   return text
 }
 

@@ -388,6 +388,17 @@ const encodeScalar = (value: unknown): string => {
 
 /** Iterative encoder: output identical to JSON.stringify for every value it can handle (no whitespace, same escapes incl. lone surrogates as lower-case \udxxx, Number toString formatting, own-key order), and never a RangeError at 100,000+ nesting levels. */
 export const encodeJson = (value: Json): string => {
+  // Fast path: for walked values JSON.stringify gives the same text as a flat string; only deep
+  // nesting makes it throw a RangeError, and then the iterative encoder below takes over.
+  try {
+    return JSON.stringify(value)
+  } catch {
+    return encodeIterative(value)
+  }
+}
+
+/** The iterative encoder (no recursion, any depth). */
+export const encodeIterative = (value: Json): string => {
   if (typeof value !== "object" || value === null) return encodeScalar(value)
   const nodeStack: Array<Container> = []
   const keysStack: Array<ReadonlyArray<string> | null> = []
