@@ -1,0 +1,229 @@
+/**
+ * Store benchmark (`npm run bench:store`): per durable backend (SQLite, JSONL), in one run and on
+ * the same disk, (a) durable per-append writes through `Session.append`, (b) appends in batches of
+ * 100 through a batched `Session` flushed every 100 events, and (c) the resume of a 100,000-event
+ * session (`Session.open`: load, read pipeline, validation, repair scan, fold, derive) — each
+ * beside a raw baseline: better-sqlite3 prepared inserts in one transaction per batch with the same
+ * pragmas; `fs.writeSync` of the batch plus `fsyncSync` on an open file; reading and `JSON.parse`
+ * of every row or line.
+ */
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import Database from "better-sqlite3"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as nodePath from "node:path"
+import { performance } from "node:perf_hooks"
+import { layerJsonlStore } from "../src/layers/JsonlStore.js"
+import { layerSqliteStore } from "../src/layers/SqliteStore.js"
+import { encodeEvent } from "../src/schema/EventCodec.js"
+import type { Event } from "../src/schema/Events.js"
+import { encodeSessionId } from "../src/schema/SessionIdEncoding.js"
+import * as Session from "../src/services/Session.js"
+import type { SessionStore } from "../src/services/SessionStore.js"
+import { buildWorkload } from "./core.js"
+
+const PER_APPEND = Number(process.env.BENCH_PER_APPEND ?? 1_000)
+const BATCHED = Number(process.env.BENCH_BATCHED ?? 20_000)
+const RESUME = Number(process.env.BENCH_RESUME ?? 100_000)
+const BATCH = 100
+
+type Backend = "sqlite" | "jsonl"
+
+const tmp = fs.mkdtempSync(nodePath.join(os.tmpdir(), "esl-bench-"))
+let counter = 0
+const fresh = (backend: Backend) => {
+  const dir = nodePath.join(tmp, `${backend}-${++counter}`)
+  fs.mkdirSync(dir)
+  return backend === "sqlite" ? nodePath.join(dir, "s.db") : dir
+}
+
+const storeLayer = (backend: Backend, location: string): Layer.Layer<SessionStore, unknown> =>
+  backend === "sqlite"
+    ? layerSqliteStore({ filename: location })
+    : layerJsonlStore({ root: location }).pipe(Layer.provide(NodeContext.layer))
+
+const run = <A>(effect: Effect.Effect<A, unknown, SessionStore>, backend: Backend, location: string) =>
+  Effect.runPromise(Effect.scoped(effect).pipe(Effect.provide(storeLayer(backend, location))))
+
+const workload = buildWorkload(Math.max(PER_APPEND, BATCHED, RESUME))
+
+/** Append the workload's first `n` payloads through a session (durable or batched, flushing every BATCH). */
+const appendThroughSession = (n: number, batched: boolean, timing?: { ms: number }) =>
+  Effect.gen(function*() {
+    const s = yield* Session.create({
+      id: "bench",
+      persistence: batched ? { mode: "batched", windowMs: 2_147_483_647 } : { mode: "durable" }
+    })
+    const t0 = performance.now()
+    for (let i = 0; i < n; i++) {
+      const p = workload[i]
+      yield* s.appendUnknown(p.type, p.data, p.opts)
+      if (batched && (i + 1) % BATCH === 0) yield* s.flush
+    }
+    yield* s.flush
+    if (timing !== undefined) timing.ms = performance.now() - t0
+    return yield* s.events
+  })
+
+/** The events of the workload as built by a session (for the raw baselines). */
+const eventsFor = (n: number): Promise<ReadonlyArray<Event>> =>
+  Effect.runPromise(
+    Effect.scoped(appendThroughSession(n, true)).pipe(
+      Effect.provide(storeLayer("sqlite", fresh("sqlite")))
+    )
+  )
+
+// --- raw baselines ---------------------------------------------------------------------------
+
+const rawSqlite = (events: ReadonlyArray<Event>, batch: number) => {
+  const db = new Database(fresh("sqlite"))
+  db.pragma("journal_mode = WAL")
+  db.pragma("synchronous = FULL")
+  db.exec(
+    "CREATE TABLE events (session_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, time INTEGER NOT NULL, data TEXT NOT NULL, source_event_seqs TEXT, surface_op TEXT, ignorable INTEGER, PRIMARY KEY (session_id, seq)) STRICT"
+  )
+  const insert = db.prepare("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+  const rows = events.map((e) => [
+    "bench",
+    e.seq,
+    e.type,
+    e.time,
+    JSON.stringify(e.data),
+    e.sourceEventSeqs === undefined ? null : JSON.stringify(e.sourceEventSeqs),
+    e.surfaceOp === undefined ? null : JSON.stringify(e.surfaceOp),
+    e.ignorable === true ? 1 : null
+  ] as const)
+  const tx = db.transaction((chunk: ReadonlyArray<(typeof rows)[number]>) => {
+    for (const r of chunk) insert.run(...r)
+  })
+  const ms = Number(performance.now())
+  for (let i = 0; i < rows.length; i += batch) tx(rows.slice(i, i + batch))
+  const elapsed = performance.now() - ms
+  db.close()
+  return elapsed
+}
+
+const rawJsonl = (events: ReadonlyArray<Event>, batch: number) => {
+  const file = nodePath.join(fresh("jsonl"), "raw.jsonl")
+  const fd = fs.openSync(file, "a")
+  const lines = events.map((e) => JSON.stringify(e) + "\n")
+  const t0 = performance.now()
+  for (let i = 0; i < lines.length; i += batch) {
+    fs.writeSync(fd, lines.slice(i, i + batch).join(""))
+    fs.fsyncSync(fd)
+  }
+  const elapsed = performance.now() - t0
+  fs.closeSync(fd)
+  return elapsed
+}
+
+const rawResume = (backend: Backend, location: string) => {
+  const t0 = performance.now()
+  let n = 0
+  if (backend === "sqlite") {
+    const db = new Database(location, { readonly: true })
+    for (const row of db.prepare("SELECT data, source_event_seqs, surface_op FROM events ORDER BY seq").iterate()) {
+      const r = row as { data: string; source_event_seqs: string | null; surface_op: string | null }
+      JSON.parse(r.data)
+      if (r.source_event_seqs !== null) JSON.parse(r.source_event_seqs)
+      if (r.surface_op !== null) JSON.parse(r.surface_op)
+      n++
+    }
+    db.close()
+  } else {
+    const text = fs.readFileSync(nodePath.join(location, `${encodeSessionId("bench")}.jsonl`), "utf8")
+    for (const line of text.split("\n")) {
+      if (line.length > 0) {
+        JSON.parse(line)
+        n++
+      }
+    }
+  }
+  return { ms: performance.now() - t0, rows: n }
+}
+
+// --- measurements ----------------------------------------------------------------------------
+
+interface Row {
+  readonly backend: Backend
+  readonly phase: string
+  readonly events: number
+  readonly ms: number
+  readonly rawMs: number
+  readonly higherIsBetter: boolean
+  readonly target: string
+}
+
+const fmt = (n: number, d = 0) => n.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d })
+
+const main = async () => {
+  const rows: Array<Row> = []
+  const perAppendEvents = await eventsFor(PER_APPEND)
+  const batchedEvents = await eventsFor(BATCHED)
+  for (const backend of ["sqlite", "jsonl"] as const) {
+    // (a) durable per-append
+    {
+      const timing = { ms: 0 }
+      await run(appendThroughSession(PER_APPEND, false, timing), backend, fresh(backend))
+      const ms = timing.ms
+      const rawMs = backend === "sqlite" ? rawSqlite(perAppendEvents, 1) : rawJsonl(perAppendEvents, 1)
+      rows.push({ backend, phase: "durable per-append", events: PER_APPEND, ms, rawMs, higherIsBetter: true, target: ">= 0.75" })
+    }
+    // (b) batches of 100
+    {
+      const timing = { ms: 0 }
+      await run(appendThroughSession(BATCHED, true, timing), backend, fresh(backend))
+      const ms = timing.ms
+      const rawMs = backend === "sqlite" ? rawSqlite(batchedEvents, BATCH) : rawJsonl(batchedEvents, BATCH)
+      rows.push({ backend, phase: `batched append (${BATCH}/batch)`, events: BATCHED, ms, rawMs, higherIsBetter: true, target: ">= 0.6" })
+    }
+    // (c) resume of a RESUME-event session
+    {
+      const loc = fresh(backend)
+      await run(appendThroughSession(RESUME, true), backend, loc)
+      const timing = { ms: 0 }
+      await run(
+        Effect.gen(function*() {
+          const t0 = performance.now()
+          const s = yield* Session.open("bench")
+          yield* s.messages
+          timing.ms = performance.now() - t0
+        }),
+        backend,
+        loc
+      )
+      const ms = timing.ms
+      const raw = rawResume(backend, loc)
+      rows.push({ backend, phase: "resume (open + derive)", events: raw.rows, ms, rawMs: raw.ms, higherIsBetter: false, target: "<= 2x" })
+    }
+  }
+  console.log(`effect-session-log store bench, node ${process.version}, ${os.cpus().length} cores, tmp ${tmp}`)
+  console.log("")
+  const header = ["backend", "phase", "events", "ms", "events/s", "raw ms", "raw events/s", "ratio", "target"]
+  const body = rows.map((r) => {
+    const ratio = r.higherIsBetter ? r.rawMs / r.ms : r.ms / r.rawMs
+    return [
+      r.backend,
+      r.phase,
+      fmt(r.events),
+      fmt(r.ms, 1),
+      fmt(r.events / (r.ms / 1000)),
+      fmt(r.rawMs, 1),
+      fmt(r.events / (r.rawMs / 1000)),
+      r.higherIsBetter ? `${fmt(ratio, 2)}x` : `${fmt(ratio, 2)}x time`,
+      r.target
+    ]
+  })
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)))
+  for (const line of [header, ...body]) console.log(line.map((c, i) => c.padEnd(widths[i])).join("  "))
+  console.log("")
+  console.log("ratio: raw time / our time for appends (1.00x = as fast as the raw baseline); our time / raw time for resume")
+  fs.rmSync(tmp, { recursive: true, force: true })
+}
+
+main().catch((e) => {
+  console.error(e)
+  process.exit(1)
+})
