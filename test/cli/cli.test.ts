@@ -1,0 +1,252 @@
+/**
+ * The `session-log` binary as a subprocess (SPEC §12, DESIGN.md §6): people's and `--json`
+ * output, exit codes 0/1/2, reading commands that never write, and bad input.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { execFile } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { afterAll, beforeAll } from "vitest"
+
+const BIN = path.resolve(__dirname, "../../bin/session-log.js")
+
+interface Run {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** Run the binary (asynchronously: a blocking spawn would stall the test worker). */
+const cli = (args: ReadonlyArray<string>, cwd: string): Promise<Run> =>
+  new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { cwd, encoding: "utf8", env: { ...process.env, NO_COLOR: "1", SESSION_LOG_BUNDLE: bundle } }, (error, stdout, stderr) => {
+      const code = error === null ? 0 : typeof error.code === "number" ? error.code : null
+      resolve({ code, stdout, stderr })
+    })
+  })
+
+const json = (r: Run): any => {
+  const trimmed = r.stdout.trim()
+  assert.strictEqual(trimmed.split("\n").length, 1, `exactly one JSON document on stdout, got: ${r.stdout}\n${r.stderr}`)
+  return JSON.parse(trimmed)
+}
+
+const line = (v: unknown) => JSON.stringify(v)
+const header = (id: string, extra: Record<string, unknown> = {}) => line({ type: "session", version: 1, id, createdAt: 1, ...extra })
+const user = (seq: number, id: string, text: string, extra: Record<string, unknown> = { surfaceOp: "append" }) =>
+  line({
+    type: "user/message",
+    seq,
+    time: 10 + seq,
+    data: { id, role: "user", content: [{ type: "text", text }], source: { kind: "user" } },
+    ...extra
+  })
+const assistant = (seq: number, id: string, content: ReadonlyArray<unknown>, cites: ReadonlyArray<number> = []) =>
+  line({
+    type: "assistant/message",
+    seq,
+    time: 10 + seq,
+    data: { turn: 1, step: 1, message: { id, role: "assistant", content, source: { kind: "model", provider: "p", model: "m" } } },
+    sourceEventSeqs: cites,
+    surfaceOp: "append"
+  })
+const ev = (seq: number, type: string, data: unknown) => line({ type, seq, time: 10 + seq, data })
+
+/** A valid log: a turn with a tool call and its result, a compaction-style replacement and a header. */
+const validLog = (id: string) =>
+  [
+    header(id),
+    ev(0, "turn/start", { turn: 1 }),
+    ev(1, "step/start", { turn: 1, step: 1 }),
+    user(2, "u1", "list the files"),
+    ev(3, "request/header", { header: { config: { provider: "p", model: "m" }, system: "be brief" }, reason: "initial" }),
+    assistant(4, "a1", [{ type: "text", text: "looking" }, { type: "tool-call", id: "c1", name: "ls", arguments: "{}" }]),
+    ev(5, "tool/call", { turn: 1, step: 1, callId: "c1", name: "ls", arguments: "{}" }),
+    line({
+      type: "tool/result",
+      seq: 6,
+      time: 16,
+      data: {
+        turn: 1,
+        step: 1,
+        message: { id: "r1", role: "user", content: [{ type: "tool-result", toolCallId: "c1", content: [{ type: "text", text: "a b c" }] }], source: { kind: "tool", callId: "c1" } }
+      },
+      sourceEventSeqs: [5],
+      surfaceOp: "append"
+    }),
+    ev(7, "step/end", { turn: 1, step: 1 }),
+    ev(8, "turn/end", { turn: 1, reason: { kind: "completed" } }),
+    user(9, "sum", "summary of turn 1", { sourceEventSeqs: [2, 4, 6], surfaceOp: { op: "replace", start: 2, end: 6 } })
+  ].join("\n") + "\n"
+
+let dir: string
+let bundle: string
+
+beforeAll(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), "esl-cli-"))
+  // bundle the current sources once, so each subprocess starts fast (bin/session-log.js runs it)
+  // inside the repository, so the bundle resolves better-sqlite3 from node_modules
+  bundle = path.resolve(__dirname, `../../dist/cli-test-${process.pid}.mjs`)
+  await new Promise<void>((resolve, reject) =>
+    execFile(process.execPath, [path.resolve(__dirname, "../../scripts/build-cli.mjs"), bundle], (e) => (e ? reject(e) : resolve()))
+  )
+})
+afterAll(() => {
+  fs.rmSync(dir, { recursive: true, force: true })
+  fs.rmSync(bundle, { force: true })
+})
+
+const write = (name: string, text: string) => {
+  const p = path.join(dir, name)
+  fs.writeFileSync(p, text)
+  return p
+}
+
+describe.concurrent("session-log on .jsonl files", () => {
+  it("verify --json: a valid file reports events and surface, exit 0", async () => {
+    const file = write("valid.jsonl", validLog("valid"))
+    const r = await cli(["verify", "--json", file], dir)
+    assert.strictEqual(r.code, 0, r.stderr)
+    assert.deepStrictEqual(json(r), { ok: true, events: 10, surface: [9] })
+  })
+
+  it("verify --json reports the first rejection as {_tag, rule, seq, message} (L9 unwrapped), exit 1", async () => {
+    const text = validLog("bad").replace(`,"surfaceOp":"append"}\n${ev(5, "tool/call", { turn: 1, step: 1, callId: "c1", name: "ls", arguments: "{}" })}`, `}\n${ev(5, "tool/call", { turn: 1, step: 1, callId: "c1", name: "ls", arguments: "{}" })}`)
+    const file = write("bad.jsonl", text)
+    const r = await cli(["verify", "--json", file], dir)
+    assert.strictEqual(r.code, 1)
+    const doc = json(r)
+    assert.strictEqual(doc.ok, false)
+    assert.strictEqual(doc.error._tag, "SurfaceMarkerInvalid")
+    assert.strictEqual(doc.error.rule, "D3")
+    assert.strictEqual(doc.error.seq, 4)
+    assert.match(doc.error.message, /surfaceOp/)
+  })
+
+  it("verify: a newer format is unreadable (FormatUnsupported K4), exit 2; a missing file exit 2", async () => {
+    const file = write("newer.jsonl", line({ type: "session", version: 7, id: "n", createdAt: 1 }) + "\nnot json at all\n")
+    const r = await cli(["verify", "--json", file], dir)
+    assert.strictEqual(r.code, 2)
+    assert.strictEqual(json(r).error._tag, "FormatUnsupported")
+    assert.strictEqual(json(r).error.rule, "K4") // the JSONL first-line check (K4) fires before the header shape
+    const missing = await cli(["verify", "--json", path.join(dir, "nope.jsonl")], dir)
+    assert.strictEqual(missing.code, 2)
+    assert.strictEqual(json(missing).ok, false)
+  })
+
+  it("verify: a corrupt committed region is StoreCorrupt L2, exit 1; a torn tail is not counted", async () => {
+    const lines = validLog("c").split("\n")
+    lines[3] = "{broken"
+    const corrupt = write("corrupt.jsonl", lines.join("\n"))
+    const r = await cli(["verify", "--json", corrupt], dir)
+    assert.strictEqual(r.code, 1)
+    assert.strictEqual(json(r).error._tag, "StoreCorrupt")
+    assert.strictEqual(json(r).error.rule, "L2")
+    const torn = write("torn.jsonl", validLog("t") + `{"type":"turn/start","seq":10,"ti`)
+    const t = await cli(["verify", "--json", torn], dir)
+    assert.strictEqual(t.code, 0)
+    assert.deepStrictEqual(json(t), { ok: true, events: 10, surface: [9] })
+  })
+
+  it("show, messages, transcript, surface and request --json print the documented shapes", async () => {
+    const file = write("shapes.jsonl", validLog("shapes"))
+    const show = json(await cli(["show", "--json", file], dir))
+    assert.strictEqual(show.length, 10)
+    assert.deepStrictEqual(show[9].surfaceOp, { op: "replace", start: 2, end: 6 })
+    const messages = json(await cli(["messages", "--json", file], dir))
+    assert.deepStrictEqual(messages.map((m: any) => m.id), ["sum"])
+    const transcript = json(await cli(["transcript", "--json", file], dir))
+    assert.deepStrictEqual(transcript.map((e: any) => e.seq), [2, 4, 6])
+    const surface = json(await cli(["surface", "--json", file], dir))
+    assert.deepStrictEqual(surface, { nodes: [9], replacements: [{ seq: 9, start: 2, end: 6, shadowedSeqs: [2, 4, 6] }] })
+    const at6 = json(await cli(["request", "--json", "--at", "6", file], dir))
+    assert.deepStrictEqual(at6.header, { config: { provider: "p", model: "m" }, system: "be brief" })
+    assert.deepStrictEqual(at6.messages.map((m: any) => m.id), ["u1", "a1", "r1"])
+    const at2 = json(await cli(["request", "--json", "--at", "2", file], dir))
+    assert.strictEqual(at2.header, null)
+    const out = await cli(["request", "--json", "--at", "99", file], dir)
+    assert.strictEqual(out.code, 1)
+    assert.strictEqual(json(out).error.rule, "L10")
+  })
+
+  it("people's output: an aligned table and a plain explanation with the rule id", async () => {
+    const file = write("people.jsonl", validLog("people"))
+    const show = await cli(["show", file], dir)
+    assert.strictEqual(show.code, 0)
+    assert.match(show.stdout.split("\n")[0], /^SEQ\s+TIME\s+TYPE\s+SURFACE\s+SUMMARY$/)
+    assert.notMatch(show.stdout, /\u001b\[/, "no colour when not a TTY")
+    const bad = write("people-bad.jsonl", header("pb") + "\n" + ev(0, "mode/set", { mode: "plan" }) + "\n" + ev(1, "turn/end", { turn: 1, reason: { kind: "completed" } }) + "\n")
+    const v = await cli(["verify", bad], dir)
+    assert.strictEqual(v.code, 2)
+    assert.match(v.stdout, /K10/)
+  })
+
+  it("repair --dry-run prints the closers without writing; repair appends them", async () => {
+    const open = [header("crash"), ev(0, "turn/start", { turn: 1 }), ev(1, "step/start", { turn: 1, step: 1 }), user(2, "u", "go"), assistant(3, "a", [{ type: "tool-call", id: "c9", name: "run", arguments: "{}" }]), ev(4, "tool/call", { turn: 1, step: 1, callId: "c9", name: "run", arguments: "{}" })].join("\n") + "\n"
+    const root = path.join(dir, "repair-root")
+    fs.mkdirSync(root)
+    const file = path.join(root, "crash.jsonl")
+    fs.writeFileSync(file, open)
+    const before = fs.readFileSync(file)
+    const dry = await cli(["repair", "--json", "--dry-run", file], dir)
+    assert.strictEqual(dry.code, 0, dry.stderr)
+    assert.deepStrictEqual(json(dry).map((e: any) => e.type), ["tool/result", "step/end", "turn/end"])
+    assert.deepStrictEqual(json(dry)[0].sourceEventSeqs, [4])
+    assert.deepStrictEqual(fs.readFileSync(file), before, "dry run writes nothing")
+    const real = await cli(["repair", "--json", file], dir)
+    assert.strictEqual(real.code, 0, real.stderr)
+    assert.deepStrictEqual(json(real).map((e: any) => e.seq), [5, 6, 7])
+    const again = await cli(["repair", "--json", file], dir)
+    assert.deepStrictEqual(json(again), [])
+    assert.strictEqual(json(await cli(["verify", "--json", file], dir)).ok, true)
+  })
+})
+
+describe.concurrent("session-log on stores", () => {
+  for (const kind of ["sqlite", "jsonl"] as const) {
+  it(`import -> list -> export round trip on ${kind} is byte-identical; reads never write`, async () => {
+    const file = write(`round-${kind}.jsonl`, validLog("round"))
+    {
+      const store = kind === "sqlite" ? path.join(dir, "rt.db") : `jsonl:${path.join(dir, "rt-jsonl")}`
+      const imp = await cli(["import", "--json", "--store", store, file], dir)
+      assert.strictEqual(imp.code, 0, imp.stderr)
+      assert.deepStrictEqual(json(imp), { sessions: 1, events: 10 })
+      const again = await cli(["import", "--json", "--store", store, file], dir)
+      assert.strictEqual(again.code, 2)
+      assert.strictEqual(json(again).error._tag, "SessionExists")
+      const list = json(await cli(["list", "--json", "--store", store], dir))
+      assert.deepStrictEqual(list, [{ version: 1, id: "round", createdAt: 1, events: 10 }])
+      const location = store.startsWith("jsonl:") ? path.join(dir, "rt-jsonl", "round.jsonl") : store
+      const bytes = fs.readFileSync(location)
+      for (const cmd of ["show", "messages", "transcript", "surface", "request", "verify"]) {
+        const r = await cli([cmd, "--json", "--store", store, "--session", "round"], dir)
+        assert.strictEqual(r.code, 0, `${cmd}: ${r.stderr}`)
+      }
+      assert.deepStrictEqual(fs.readFileSync(location), bytes, "reading commands leave the store unchanged")
+      const out = path.join(dir, `export-${store.startsWith("jsonl:") ? "j" : "s"}.jsonl`)
+      const exp = await cli(["export", "--json", "--store", store, "--session", "round", "--out", out], dir)
+      assert.strictEqual(exp.code, 0, exp.stderr)
+      assert.strictEqual(fs.readFileSync(out, "utf8"), fs.readFileSync(file, "utf8"))
+      const whole = json(await cli(["verify", "--json", "--store", store], dir))
+      assert.deepStrictEqual(whole, [{ id: "round", ok: true, events: 10, surface: [9] }])
+    }
+  })
+  }
+
+  it("bad input: unknown store scheme, missing session, a path that escapes the store root", async () => {
+    const scheme = await cli(["list", "--json", "--store", "ftp://x"], dir)
+    assert.strictEqual(scheme.code, 2)
+    assert.strictEqual(json(scheme).error._tag, "UsageError")
+    fs.mkdirSync(path.join(dir, "esc"))
+    const missing = await cli(["show", "--json", "--store", `jsonl:${path.join(dir, "esc")}`, "--session", "nobody"], dir)
+    assert.strictEqual(missing.code, 2)
+    assert.strictEqual(json(missing).error._tag, "SessionNotFound")
+    const escape = await cli(["show", "--json", "--store", `jsonl:${path.join(dir, "esc")}`, "--session", "../round"], dir)
+    assert.strictEqual(escape.code, 2)
+    assert.strictEqual(json(escape).error._tag, "SessionNotFound")
+    const nosession = await cli(["show", "--json", "--store", path.join(dir, "none.db")], dir)
+    assert.strictEqual(nosession.code, 2)
+    assert.isFalse(fs.existsSync(path.join(dir, "none.db")), "a reading command creates no store")
+  })
+})
