@@ -1,0 +1,49 @@
+/**
+ * The `migrate` program (SPEC §8.2): rewrites version-0 sessions as version 1. A v0 session is
+ * read through the read pipeline (the frozen v0→v1 edge), validated as a seed, and replaced
+ * atomically through `SessionStore.replaceLog`, which keeps the original as a backup. A session
+ * that fails is reported and left unchanged; a current session is reported as current.
+ */
+import * as Effect from "effect/Effect"
+import type { SessionLogError } from "../schema/Errors.js"
+import { SESSION_FORMAT_VERSION } from "../schema/Format.js"
+import { validateSeed } from "../layers/SessionLive.js"
+import { readPipeline, SessionStore } from "../services/SessionStore.js"
+import { type ErrorReport, errorReport } from "./Verify.js"
+
+/** The outcome for one session. */
+export interface MigrateReport {
+  readonly id: string
+  readonly status: "upgraded" | "current" | "failed"
+  /** Why the session was left unchanged (L9 unwrapped to the rule that fired). */
+  readonly error?: ErrorReport
+}
+
+/** The backup reason recorded by `replaceLog` for an upgrade. */
+export const BACKUP_REASON = "v0"
+
+const failed = (id: string) => (e: SessionLogError): Effect.Effect<MigrateReport> =>
+  Effect.succeed({ id, status: "failed", error: errorReport(e) })
+
+/** Upgrade one stored session to the current format (idempotent). */
+export const migrateSession = Effect.fn("Migrate.migrateSession")(function*(id: string) {
+  const store = yield* SessionStore
+  return yield* Effect.gen(function*() {
+    const loaded = yield* store.load(id)
+    if (loaded.storedVersion === SESSION_FORMAT_VERSION) return { id, status: "current" } as MigrateReport
+    // K1/K2 refusals, K10/K11 of the v0 edge and K7 surface here; then the result must be a valid seed
+    const { header, events } = yield* readPipeline(loaded)
+    const valid = yield* validateSeed(events, { coldRead: true })
+    yield* store.replaceLog(id, header, valid.events, { revision: loaded.revision, backup: BACKUP_REASON })
+    return { id, status: "upgraded" } as MigrateReport
+  }).pipe(Effect.catchAll(failed(id)))
+})
+
+/** Upgrade every materialised session of the store; one report per session, in `list` order. */
+export const migrateStore = Effect.fn("Migrate.migrateStore")(function*() {
+  const store = yield* SessionStore
+  const headers = yield* store.list()
+  const reports: Array<MigrateReport> = []
+  for (const h of headers) reports.push(yield* migrateSession(h.id))
+  return reports as ReadonlyArray<MigrateReport>
+})
