@@ -11,6 +11,7 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import Database from "better-sqlite3"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
@@ -44,7 +45,7 @@ const storeLayer = (backend: Backend, location: string): Layer.Layer<SessionStor
     ? layerSqliteStore({ filename: location })
     : layerJsonlStore({ root: location }).pipe(Layer.provide(NodeContext.layer))
 
-const run = <A>(effect: Effect.Effect<A, unknown, SessionStore>, backend: Backend, location: string) =>
+const run = <A, E>(effect: Effect.Effect<A, E, SessionStore | Scope.Scope>, backend: Backend, location: string) =>
   Effect.runPromise(Effect.scoped(effect).pipe(Effect.provide(storeLayer(backend, location))))
 
 const workload = buildWorkload(Math.max(PER_APPEND, BATCHED, RESUME))
