@@ -24,6 +24,7 @@ import * as Session from "../../services/Session.js"
 import { readPipeline, SessionStore } from "../../services/SessionStore.js"
 import { foldSurface } from "../../services/SurfaceManager.js"
 import * as Demo from "../Demo.js"
+import * as Migrate from "../Migrate.js"
 import { verifyLoaded, type VerifyReport, verifySession } from "../Verify.js"
 import {
   bold,
@@ -422,6 +423,38 @@ const importCommand = Command.make("import", { json, store, files }, (o) =>
     (r) => o.json ? printJson(r) : Console.log(`${green("imported")} ${r.sessions} session(s), ${r.events} events`)
   )).pipe(Command.withDescription("read JSONL files into a store"))
 
+const migrateCommand = Command.make("migrate", { json, store, session, file }, (o) =>
+  runCommand(
+    o.json,
+    Effect.gen(function*() {
+      const whole = Option.isNone(o.file) && Option.isNone(o.session)
+      const target = whole
+        ? { spec: yield* resolveSpec(o.store), id: undefined }
+        : yield* Effect.flatMap(resolve(o.file, o.session, o.store), storeOfSource)
+      const { store: s } = yield* openStore(target.spec, { mustExist: true })
+      if (s === undefined) return yield* new UsageError({ detail: `no store at ${o.store}` })
+      const program = target.id === undefined ? Migrate.migrateStore() : Effect.map(Migrate.migrateSession(target.id), (r) => [r])
+      return yield* program.pipe(Effect.provideService(SessionStore, s))
+    }),
+    (reports) =>
+      Effect.gen(function*() {
+        if (o.json) yield* printJson(reports)
+        else {
+          yield* Console.log(
+            reports.length === 0 ? dim("no sessions") : table(
+              ["ID", "STATUS", "DETAIL"],
+              reports.map((r) => [
+                r.id,
+                r.status === "failed" ? red(r.status) : r.status === "upgraded" ? green(r.status) : r.status,
+                r.error === undefined ? "" : `${r.error.rule ?? ""} ${r.error._tag}: ${clip(r.error.message, 70)}`
+              ])
+            )
+          )
+        }
+        for (const r of reports) if (r.error !== undefined) yield* setExit(exitCodeFor(r.error._tag))
+      })
+  )).pipe(Command.withDescription("upgrade v0 sessions to v1 (keeps the original as a backup)"))
+
 // --- demo -----------------------------------------------------------------------------------
 
 const DEMO_ID = "demo-session"
@@ -557,7 +590,8 @@ export const root = Command.make("session-log").pipe(
     requestCommand,
     repairCommand,
     exportCommand,
-    importCommand
+    importCommand,
+    migrateCommand
   ])
 )
 
