@@ -1,8 +1,9 @@
 /**
  * The JSONL SessionStore (SPEC §7.4): one file per session under `root`, published atomically by
  * a no-overwrite hard link, appended under a lock file with an expected-size-and-seq check, and
- * read as a stream of lines with a per-line cap, torn-tail classification (L1–L3) and header
- * rules (K4–K6, L5–L7, J15). Also the direct file reader and the JSONL serialiser of exports.
+ * read as a stream of lines with a per-line cap, torn-tail classification (L1–L4), packed chunk
+ * rows (Appendix A, written with `packChunks`) and header rules (K4–K6, L5–L7, J15). Also the
+ * direct file reader and the JSONL serialiser of exports.
  */
 import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
@@ -25,6 +26,13 @@ import { encodeEvent, orderEnvelope } from "../schema/EventCodec.js"
 import { ENVELOPE_KEYS, type Event } from "../schema/Events.js"
 import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES } from "../schema/Format.js"
 import { encodeJson, type Json, parseJson } from "../schema/Json.js"
+import {
+  decodeStorageRecord,
+  DEFAULT_MAX_ROW_BYTES,
+  encodePackedRow,
+  isPackedRowTag,
+  packChunkRuns
+} from "../schema/PackedChunks.js"
 import { headerRecord, type SessionHeader, validateSessionHeader } from "../schema/SessionHeader.js"
 import { encodeSessionId } from "../schema/SessionIdEncoding.js"
 import {
@@ -52,6 +60,8 @@ export interface JsonlStoreOptions {
   readonly lockTimeoutMs?: number
   readonly staleLockMs?: number
   readonly maxEventBytes?: number
+  /** Write runs of streamed delta chunks as packed rows (SPEC Appendix A); default false. */
+  readonly packChunks?: boolean
 }
 
 const DEFAULT_LOCK_TIMEOUT_MS = 5_000
@@ -78,9 +88,41 @@ const envelopeKeySet: ReadonlySet<string> = new Set(ENVELOPE_KEYS)
 /** The JSONL header record line (line 1). */
 const headerLine = (header: SessionHeader): string => encodeJson(headerRecord(header) as Json) + "\n"
 
-/** Serialise header + events as JSONL text (export). */
-export const toJsonlText = (header: SessionHeader, events: ReadonlyArray<Event>): string => {
+/**
+ * The lines (without newlines) storing `events`, whose serialised lines are `lines` (same
+ * length): verbatim, or with runs of delta chunks packed (Appendix A) when `pack` is set.
+ */
+const storageLines = (
+  events: ReadonlyArray<Event>,
+  lines: ReadonlyArray<string>,
+  pack: { readonly maxRowBytes: number } | undefined
+): ReadonlyArray<string> => {
+  if (pack === undefined) return lines
+  const out: Array<string> = []
+  let i = 0
+  for (const record of packChunkRuns(events, { maxRowBytes: pack.maxRowBytes })) {
+    if (record._tag === "Packed") {
+      out.push(encodePackedRow(record.row))
+      i += record.members
+    } else {
+      out.push(lines[i++])
+    }
+  }
+  return out
+}
+
+/** Serialise header + events as JSONL text (export); unpacked unless `packChunks` is set. */
+export const toJsonlText = (
+  header: SessionHeader,
+  events: ReadonlyArray<Event>,
+  options?: { readonly packChunks?: boolean }
+): string => {
   let out = headerLine(header)
+  if (options?.packChunks === true) {
+    const lines = storageLines(events, events.map(encodeEvent), { maxRowBytes: DEFAULT_MAX_ROW_BYTES })
+    for (const l of lines) out += l + "\n"
+    return out
+  }
   for (const e of events) out += encodeEvent(e) + "\n"
   return out
 }
@@ -175,7 +217,15 @@ class Scanner {
   private storedVersion = 0
   private readonly events: Array<unknown> = []
   private nextSeq = 0
-  private defect: { readonly reason: TornTail["reason"]; readonly position: number; readonly lineNo: number } | undefined
+  private defect:
+    | {
+      readonly reason: TornTail["reason"]
+      readonly position: number
+      readonly lineNo: number
+      /** Why a packed row (Appendix A) is malformed: an L4 defect. */
+      readonly packed: string | undefined
+    }
+    | undefined
   private laterTurnEnd = false
   error: LoadError | undefined
   done = false
@@ -219,13 +269,16 @@ class Scanner {
     let tornTail: TornTail | undefined
     if (this.defect !== undefined) {
       if (this.laterTurnEnd) {
-        // L2: the defect lies in the committed region
+        // L2 (L4 for a packed row): the defect lies in the committed region
+        const packed = this.defect.packed
         return new StoreCorrupt({
-          rule: "L2",
+          rule: packed === undefined ? "L2" : "L4",
           seq: this.nextSeq,
           location: this.opts.location,
           line: this.defect.lineNo,
-          detail: `defective line (${this.defect.reason}) before a later turn/end record`
+          detail: packed === undefined
+            ? `defective line (${this.defect.reason}) before a later turn/end record`
+            : `${packed}, before a later turn/end record`
         })
       }
       tornTail = { fromSeq: this.nextSeq, reason: this.defect.reason, position: this.defect.position }
@@ -300,19 +353,32 @@ class Scanner {
     if (p._tag === "Unparsable") return this.markDefect("unparsable", start, lineNo)
     const value = p.value
     if (!isRecord(value)) return this.markDefect("not-object", start, lineNo)
-    if (value.seq !== this.nextSeq) return this.markDefect("seq-gap", start, lineNo)
+    // a packed row (Appendix A) is committed-looking when it decodes and its seq0 is the next seq
+    const decoded = decodeStorageRecord(value, this.nextSeq)
+    if (decoded._tag === "Defect") {
+      return this.markDefect(
+        decoded.reason === "malformed" ? "unparsable" : decoded.reason,
+        start,
+        lineNo,
+        decoded.packed ? decoded.detail : undefined
+      )
+    }
     if (!p.lossless) {
       // L9: a committed-looking record that fails the lossless walk
       return this.fail(
         this.corrupt("L9", lineNo, `stored event is not lossless JSON (${p.detail ?? ""})`, this.nextSeq)
       )
     }
-    if (this.opts.keepEvents) this.events.push(reorder(value))
-    this.nextSeq++
+    const packed = isPackedRowTag(value.type)
+    if (this.opts.keepEvents) {
+      if (packed) for (const e of decoded.events) this.events.push(e)
+      else this.events.push(reorder(value))
+    }
+    this.nextSeq += decoded.events.length
   }
 
-  private markDefect(reason: TornTail["reason"], position: number, lineNo: number): void {
-    this.defect = { reason, position, lineNo }
+  private markDefect(reason: TornTail["reason"], position: number, lineNo: number, packed?: string): void {
+    this.defect = { reason, position, lineNo, packed }
   }
 
   private onHeader(line: Uint8Array | typeof OVERLONG, terminated: boolean): void {
@@ -500,6 +566,10 @@ export const makeJsonlStore = (
     const root = path.resolve(options.root)
     const host = currentHost()
     const provideFs = Effect.provideService(FileSystem.FileSystem, fs)
+    // Appendix A: a packed row must also fit the reader's line cap
+    const pack = options.packChunks === true
+      ? { maxRowBytes: Math.min(DEFAULT_MAX_ROW_BYTES, maxLineBytes) }
+      : undefined
 
     /** Registered by `create`, not yet materialised by this instance. */
     const registered = new Map<string, SessionHeader>()
@@ -796,12 +866,17 @@ export const makeJsonlStore = (
             if (expectedSeq !== 0) {
               return yield* new AppendConflict({ rule: "C5", sessionId: id, expectedSeq, storedSeq: 0 })
             }
-            yield* materialise(id, header, checked.events, checked.lines)
+            yield* materialise(id, header, checked.events, storageLines(checked.events, checked.lines, pack))
             return true
           }))
           if (materialised) return
         }
-        return yield* appendExisting(id, expectedSeq, checked.events.length, batchText(checked.lines))
+        return yield* appendExisting(
+          id,
+          expectedSeq,
+          checked.events.length,
+          batchText(storageLines(checked.events, checked.lines, pack))
+        )
       }),
 
       load: Effect.fn("JsonlStore.load")(function*(id: string) {
@@ -910,7 +985,12 @@ export const makeJsonlStore = (
               })
             }
             cache.delete(id)
-            const parts = [headerLine(header), ...events.map((e) => encodeEvent(e) + "\n")]
+            const parts = [
+              headerLine(header),
+              ...(pack === undefined
+                ? events.map((e) => encodeEvent(e) + "\n")
+                : storageLines(events, events.map(encodeEvent), pack).map((l) => l + "\n"))
+            ]
             const temp = yield* writeTemp(name, parts).pipe(mapFs("replaceLog"))
             const swap = Effect.gen(function*() {
               const version = current.result.storedVersion
