@@ -51,6 +51,7 @@ import type { AppendError, FlushError, RequestSnapshot, SessionShape } from "../
 import {
   type LoadError,
   type LoadResult,
+  precheckBatch,
   type ReadError,
   readPipeline,
   SessionStore,
@@ -300,6 +301,8 @@ const makeWriteBehind = (options: {
               Effect.zipRight(Effect.logWarning(`session ${options.sessionId}: background write failed`, e))
             )
           ),
+          // the timer must stay interruptible even when the append that armed it was not
+          Effect.interruptible,
           Effect.forkIn(scope)
         )
       })
@@ -518,10 +521,14 @@ const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never, Scope.
         let effect: Effect.Effect<unknown, AppendError> = Effect.void
         // step 9: pre-commit validators; step 10: durable persistence
         for (const v of validators) effect = Effect.zipRight(effect, v.check(prepared, { logLength: seq }))
-        if (batched === undefined) {
-          effect = Effect.zipRight(effect, noteConflict(store.append(id, [prepared], { expectedSeq: seq })))
-        }
-        return Effect.flatMap(effect, () => commit(prepared))
+        // persist and commit as one uninterruptible step: an interruption between the store's
+        // acknowledgement and the in-memory commit would leave the handle behind its store
+        const persistAndCommit = batched === undefined
+          ? Effect.uninterruptible(
+            Effect.flatMap(noteConflict(store.append(id, [prepared], { expectedSeq: seq })), () => commit(prepared))
+          )
+          : commit(prepared)
+        return Effect.zipRight(effect, persistAndCommit)
       }))
 
     const messages = Effect.sync(() => {
@@ -652,6 +659,11 @@ export const fromSeed = (
     const { events, tracker } = yield* validateSeed(options.seed, { validators })
     const firstLiveSeq = events.length
     yield* withEndSeed(events, tracker, validators)
+    // a failed construction registers nothing: run the store's batch pre-checks (B10 with this
+    // session's cap) before `create`. What remains after registration: a store whose own cap is
+    // lower, an I/O failure, or another writer materialising the id first (J14).
+    const prechecked = precheckBatch(events, 0, { maxEventBytes: options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES })
+    if ("_tag" in prechecked) return yield* prechecked
     const header = yield* store.create(checked)
     yield* store.append(header.id, events, { expectedSeq: 0 })
     return yield* makeHandle({

@@ -209,3 +209,14 @@ describe("feed and exclusive sections (SPEC 11.2)", () => {
       assert.deepStrictEqual((yield* s.events).map((e) => e.type), ["todo/write", "todo/write", "turn/start"])
     }).pipe(Effect.provide(Layer.effect(SessionStore, makeMemoryStore()))))
 })
+
+describe("batched persistence under uninterruptible appends", () => {
+  it.scoped("flush returns promptly after an append made in an uninterruptible region", () =>
+    Effect.gen(function*() {
+      const store = yield* SessionStore
+      const s = yield* Session.create({ id: "u1", persistence: { mode: "batched", windowMs: 1_000_000 } })
+      yield* Effect.uninterruptible(s.append("turn/start", { turn: 1 }))
+      yield* s.flush
+      assert.strictEqual((yield* store.load("u1")).events.length, 1)
+    }).pipe(Effect.provide(Layer.effect(SessionStore, makeMemoryStore()))))
+})
