@@ -1,208 +1,136 @@
 /**
- * The demo's scripted, keyless agent: writes canonical turns (SPEC §1.6) with streamed chunks,
- * tool calls and results through the `Session` service, a compaction and a tool-result prune
- * that ride the surface, and a turn that dies inside a tool call. Runs on any backend.
+ * The demo's keyless agent: the real `AgentLoop` over a scripted `LanguageModel`, a small toolkit,
+ * automatic compaction and tool-result pruning in the pre-step hook (deterministic summariser),
+ * and a turn whose process dies inside a tool body. Everything runs through service tags, so the
+ * same program works on any backend.
  */
+import * as Tool from "@effect/ai/Tool"
+import * as Toolkit from "@effect/ai/Toolkit"
 import * as Effect from "effect/Effect"
-import type { Event } from "../schema/Events.js"
-import { Session, type AppendError } from "../services/Session.js"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import * as HeaderSnapshotterLive from "../layers/HeaderSnapshotterLive.js"
+import { type CallScript, layerScriptedLanguageModel } from "../layers/ScriptedLanguageModel.js"
+import { layerSummarizerDeterministic } from "../layers/SummarizerLive.js"
+import * as AgentLoop from "./AgentLoop.js"
+import * as IdGenerator from "../services/IdGenerator.js"
+import * as Compact from "./Compact.js"
 
-/** One tool call of a scripted step. */
-export interface ScriptedCall {
-  readonly name: string
-  readonly args: Record<string, unknown>
-  readonly result: string
-}
-
-/** One model call of a scripted turn: streamed text, then tool calls. */
-export interface ScriptedStep {
-  readonly text: string
-  readonly calls?: ReadonlyArray<ScriptedCall>
-}
-
-const PROVIDER = "scripted"
-const MODEL = "demo-model"
-
-/** The request header every scripted call uses. */
-export const demoHeader = {
-  config: { provider: PROVIDER, model: MODEL, maxTokens: 1024 },
-  system: "You are a careful coding agent. Use tools to inspect the workspace before answering.",
-  tools: [
-    { name: "list_files", description: "List files in a directory", parameters: { type: "object", properties: { dir: { type: "string" } } } },
-    { name: "read_file", description: "Read a file", parameters: { type: "object", properties: { path: { type: "string" } } } }
-  ]
-}
-
-const text = (t: string) => [{ type: "text", text: t }]
-
-/** Stream one model call as chunks and finalise its assistant message citing them. */
-const modelCall = (turn: number, step: number, scripted: ScriptedStep) =>
-  Effect.gen(function*() {
-    const session = yield* Session
-    const chunkSeqs: Array<number> = []
-    const words = scripted.text.split(/(?<= )/)
-    const chunk = (c: Record<string, unknown>) =>
-      session.append("assistant/chunk", { turn, step, chunk: c as never }).pipe(Effect.map((e) => chunkSeqs.push(e.seq)))
-    yield* chunk({ type: "block-start", index: 0, blockType: "text" })
-    for (const w of words) yield* chunk({ type: "text-delta", index: 0, text: w })
-    yield* chunk({ type: "block-end", index: 0, block: { type: "text", text: scripted.text } })
-    const calls = scripted.calls ?? []
-    const callBlocks = calls.map((c, i) => ({
-      type: "tool-call",
-      id: `call-${turn}-${step}-${i + 1}`,
-      name: c.name,
-      arguments: JSON.stringify(c.args)
-    }))
-    for (const [i, b] of callBlocks.entries()) {
-      yield* chunk({ type: "tool-call-delta", index: i + 1, id: b.id, name: b.name, argumentsDelta: b.arguments })
-    }
-    yield* chunk({ type: "usage", usage: { inputTokens: 100 * step, outputTokens: words.length } })
-    yield* chunk({ type: "finish", reason: { kind: calls.length > 0 ? "tool-calls" : "stop" } })
-    yield* session.append("assistant/message", {
-      turn,
-      step,
-      message: {
-        id: `msg-${turn}-${step}`,
-        role: "assistant",
-        content: [...text(scripted.text), ...callBlocks] as never,
-        source: { kind: "model", provider: PROVIDER, model: MODEL }
-      },
-      usage: { inputTokens: 100 * step, outputTokens: words.length }
-    }, { surfaceOp: "append", sourceEventSeqs: chunkSeqs })
-    return callBlocks
-  })
-
-/** Run one tool call: `tool/call`, then its `tool/result` citing it. */
-const runTool = (turn: number, step: number, block: { id: string; name: string; arguments: string }, result: string) =>
-  Effect.gen(function*() {
-    const session = yield* Session
-    const call = yield* session.append("tool/call", { turn, step, callId: block.id, name: block.name, arguments: block.arguments })
-    yield* session.append("tool/result", {
-      turn,
-      step,
-      message: {
-        id: `result-${block.id}`,
-        role: "user",
-        content: [{ type: "tool-result", toolCallId: block.id, content: text(result) as never }],
-        source: { kind: "tool", callId: block.id }
-      }
-    }, { surfaceOp: "append", sourceEventSeqs: [call.seq] })
-  })
-
-/** One complete scripted turn. */
-export const scriptedTurn = (turn: number, prompt: string, steps: ReadonlyArray<ScriptedStep>, firstRequest: "initial" | "resume" | undefined) =>
-  Effect.gen(function*() {
-    const session = yield* Session
-    yield* session.append("turn/start", { turn })
-    for (const [i, scripted] of steps.entries()) {
-      const step = i + 1
-      yield* session.append("step/start", { turn, step })
-      if (step === 1) {
-        yield* session.append("user/message", { id: `prompt-${turn}`, role: "user", content: text(prompt) as never, source: { kind: "user" } }, {
-          surfaceOp: "append"
-        })
-      }
-      if (step === 1 && firstRequest !== undefined) {
-        yield* session.append("request/header", { header: demoHeader, reason: firstRequest })
-        yield* session.append("request/context", { provider: PROVIDER, model: MODEL, contextWindow: 8192 })
-      }
-      const blocks = yield* modelCall(turn, step, scripted)
-      for (const [k, b] of blocks.entries()) yield* runTool(turn, step, b, scripted.calls![k].result)
-      yield* session.append("step/end", { turn, step })
-    }
-    yield* session.append("turn/end", { turn, reason: { kind: "completed" } })
-  })
-
-/** Compact a head-anchored span of the surface into a checkpoint summary (between turns). */
-export const compactHead = (keepLast: number, summary: string) =>
-  Effect.gen(function*() {
-    const session = yield* Session
-    return yield* session.exclusive(Effect.gen(function*() {
-      const nodes = yield* session.surface.nodes
-      const shadowed = nodes.slice(0, Math.max(0, nodes.length - keepLast))
-      if (shadowed.length === 0) return undefined
-      const compactionId = "compaction-1"
-      const start = yield* session.append("compaction/start", { compactionId, turn: null })
-      const summaryEvent = yield* session.append("compaction/summary", {
-        compactionId,
-        summary: text(summary) as never,
-        shadowedRange: { start: shadowed[0], end: shadowed[shadowed.length - 1] },
-        shadowedSeqs: shadowed,
-        shadowedTokenCount: shadowed.length * 50,
-        provider: PROVIDER,
-        model: MODEL
-      })
-      const replacement = yield* session.append("user/message", {
-        id: "checkpoint-1",
-        role: "user",
-        content: text(`<compacted-summary>${summary}</compacted-summary>`) as never,
-        source: { kind: "plugin", plugin: "compact", compactionId }
-      }, {
-        surfaceOp: { op: "replace", start: shadowed[0], end: shadowed[shadowed.length - 1] },
-        sourceEventSeqs: [start.seq, summaryEvent.seq, ...shadowed]
-      })
-      yield* session.append("compaction/end", { compactionId, turn: null })
-      return replacement
-    }))
-  })
-
-/** Prune the largest tool result on the surface to a head/tail excerpt (content-only rewrite). */
-export const pruneLargestResult = Effect.gen(function*() {
-  const session = yield* Session
-  return yield* session.exclusive(Effect.gen(function*() {
-    const events = yield* session.events
-    const nodes = yield* session.surface.nodes
-    let target: Event | undefined
-    let size = 0
-    for (const seq of nodes) {
-      const e = events[seq]
-      if (e.type !== "tool/result") continue
-      const len = JSON.stringify(e.data).length
-      if (len > size) {
-        size = len
-        target = e
-      }
-    }
-    if (target === undefined) return undefined
-    const data = target.data as { message: { content: Array<{ content: Array<{ text: string }> }> } }
-    const original = data.message.content[0].content[0].text
-    const trimmed = `${original.slice(0, 40)}\n[… ${original.length - 80} characters pruned …]\n${original.slice(-40)}`
-    yield* session.append("compaction/prune", {
-      shadowedRange: { start: target.seq, end: target.seq },
-      shadowedSeqs: [target.seq],
-      shadowedTokenCount: Math.ceil(original.length / 4)
-    })
-    const block = data.message.content[0]
-    return yield* session.append("tool/result", {
-      ...(target.data as object),
-      message: { ...data.message, content: [{ ...block, content: text(trimmed) }] }
-    } as never, { surfaceOp: { op: "replace", start: target.seq, end: target.seq }, sourceEventSeqs: [target.seq] })
-  }))
+const ListFiles = Tool.make("list_files", {
+  description: "List the files of a directory",
+  parameters: { dir: Schema.String },
+  success: Schema.Array(Schema.String)
 })
 
-/**
- * The turn that crashes: the model asks for a tool, the call is recorded as started, and the
- * process dies inside the tool body (`die` is called there). Nothing after it is written.
- */
-export const crashingTurn = (turn: number, die: Effect.Effect<never>): Effect.Effect<never, AppendError, Session> =>
-  Effect.gen(function*() {
-    const session = yield* Session
-    yield* session.append("turn/start", { turn })
-    yield* session.append("step/start", { turn, step: 1 })
-    yield* session.append("user/message", {
-      id: `prompt-${turn}`,
-      role: "user",
-      content: text("Run the migration script and report back.") as never,
-      source: { kind: "user" }
-    }, { surfaceOp: "append" })
-    const blocks = yield* modelCall(turn, 1, {
-      text: "I will run the migration now.",
-      calls: [{ name: "run_migration", args: { script: "migrate.sql" }, result: "" }, {
-        name: "read_file",
-        args: { path: "migration.log" },
-        result: ""
-      }]
-    })
-    yield* session.append("tool/call", { turn, step: 1, callId: blocks[0].id, name: blocks[0].name, arguments: blocks[0].arguments })
-    return yield* die
+const ReadFile = Tool.make("read_file", {
+  description: "Read a file of the workspace",
+  parameters: { path: Schema.String },
+  success: Schema.String
+})
+
+const RunMigration = Tool.make("run_migration", {
+  description: "Run a database migration script",
+  parameters: { script: Schema.String },
+  success: Schema.String
+})
+
+/** The demo agent's tools. */
+export const toolkit = Toolkit.make(ListFiles, ReadFile, RunMigration)
+
+const README = [
+  "# effect-session-log",
+  "",
+  "An event-sourced session log for LLM agents. Every turn, step, streamed chunk, tool call and",
+  "result is an append-only, validated event; the model's messages are derived through the surface.",
+  ...Array.from({ length: 30 }, (_, i) => `- section ${i + 1}: details of the design, the rules and the tests of part ${i + 1}.`)
+].join("\n")
+
+const FILES: Record<string, string> = {
+  "README.md": README,
+  "migration.log": "migration 0042 started at 12:00:03\n(no completion record)"
+}
+
+/** Tool handlers; `crash` makes `run_migration` kill the process inside its body. */
+export const handlers = (crash: Effect.Effect<never>) =>
+  toolkit.toLayer({
+    list_files: () => Effect.succeed(["README.md", "migration.log", "migrate.sql", "src/", "test/"]),
+    read_file: ({ path }) => Effect.succeed(FILES[path] ?? `(${path} is empty)`),
+    run_migration: () => crash
   })
+
+/** The route of the demo model. */
+export const route = { provider: "scripted", model: "demo-model", maxTokens: 1024, contextWindow: 2000 }
+
+const system =
+  "You are a careful coding agent. Inspect the workspace with tools before you answer, and keep answers short."
+
+/** Automatic compaction and pruning policy: small numbers so both fire within a few turns. */
+const policy: Compact.CompactionPolicy = {
+  contextWindow: route.contextWindow,
+  thresholdRatio: 0.5,
+  retainTokens: 250,
+  prune: { thresholdChars: 1200, headChars: 500, tailChars: 200 }
+}
+
+const say = (text: string): CallScript => [
+  { type: "text", text },
+  { type: "finish", reason: "stop", usage: { inputTokens: 400, outputTokens: 30 } }
+]
+const call = (text: string, id: string, name: string, params: unknown): CallScript => [
+  { type: "text", text },
+  { type: "tool-call", id, name, params },
+  { type: "finish", reason: "tool-calls", usage: { inputTokens: 300, outputTokens: 20 } }
+]
+
+/** Scripts of the first process: two turns with tool calls. */
+export const firstScripts: ReadonlyArray<CallScript> = [
+  call("Let me look at the files.", "call-1", "list_files", { dir: "." }),
+  call("I will read the README.", "call-2", "read_file", { path: "README.md" }),
+  say("The repository holds an event-sourced session log with a README, sources and tests."),
+  call("Checking the README again.", "call-3", "read_file", { path: "README.md" }),
+  say("The README lists thirty sections describing the design, the rules and the tests.")
+]
+
+/** Scripts of the process that crashes: the model asks for the migration and a log read. */
+export const crashScripts: ReadonlyArray<CallScript> = [[
+  { type: "text", text: "Running the migration now." },
+  { type: "tool-call", id: "call-4", name: "run_migration", params: { script: "migrate.sql" } },
+  { type: "tool-call", id: "call-5", name: "read_file", params: { path: "migration.log" } },
+  { type: "finish", reason: "tool-calls", usage: { inputTokens: 500, outputTokens: 25 } }
+]]
+
+/** Scripts after the repair: the model sees the closers and checks before retrying. */
+export const resumeScripts: ReadonlyArray<CallScript> = [
+  call("The migration was interrupted, so its outcome is unknown; I will check its log first.", "call-6", "read_file", {
+    path: "migration.log"
+  }),
+  say("The log has no completion record, so the migration did not finish. Re-run it only after checking the schema.")
+]
+
+/** The environment of one demo process: scripted model, snapshotter, summariser, tools, ids. */
+export const environment = (scripts: ReadonlyArray<CallScript>, crash: Effect.Effect<never>, idPrefix: string) =>
+  Layer.mergeAll(
+    IdGenerator.layerCounter(`${idPrefix}-`),
+    layerScriptedLanguageModel({ scripts, requireConsumed: false }),
+    HeaderSnapshotterLive.layer,
+    layerSummarizerDeterministic,
+    handlers(crash)
+  )
+
+/** A loop instance of the demo agent with automatic compaction and pruning before each step. */
+export const makeLoop = () => {
+  const hook = Compact.preStepHook(policy)
+  return AgentLoop.make({
+    toolkit,
+    system,
+    route,
+    preStep: (ctx) => hook({ turn: ctx.turn, header: undefined, contextWindow: route.contextWindow })
+  })
+}
+
+/** The prompts of the demo, in order. */
+export const prompts = {
+  first: ["What is in this repository?", "Read the README once more and tell me how long it is."],
+  crash: "Run the migration script and report back.",
+  resume: "Is the migration done?"
+} as const

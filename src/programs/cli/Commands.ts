@@ -460,20 +460,6 @@ const migrateCommand = Command.make("migrate", { json, store, session, file }, (
 const DEMO_ID = "demo-session"
 const demoStore = Options.text("store").pipe(Options.withDefault("./.demo/demo.db"))
 
-const demoTurns = Effect.gen(function*() {
-  yield* Demo.scriptedTurn(1, "What is in this repository?", [
-    { text: "Let me look at the files.", calls: [{ name: "list_files", args: { dir: "." }, result: "README.md\nsrc/\ntest/\npackage.json" }] },
-    { text: "The repository has a README, sources under src/ and tests under test/." }
-  ], "initial")
-  yield* Demo.scriptedTurn(2, "Summarise the README.", [
-    {
-      text: "Reading it.",
-      calls: [{ name: "read_file", args: { path: "README.md" }, result: "# effect-session-log\n" + "An event-sourced session log for LLM agents. ".repeat(40) }]
-    },
-    { text: "It describes an event-sourced session log whose model messages are derived through a surface." }
-  ], undefined)
-})
-
 /** The child half of the demo: reopen the session and die inside a tool body (SIGKILL). */
 const demoCrashCommand = Command.make("demo-crash", { store: demoStore }, (o) =>
   runCommand(
@@ -483,9 +469,11 @@ const demoCrashCommand = Command.make("demo-crash", { store: demoStore }, (o) =>
       const { store: s } = yield* openStore(spec, { mustExist: true })
       if (s === undefined) return yield* new UsageError({ detail: "run the demo first" })
       const handle = yield* Session.open(DEMO_ID).pipe(Effect.provideService(SessionStore, s))
-      const turn = 1 + (yield* handle.events).filter((e) => e.type === "turn/start").length
-      return yield* Demo.crashingTurn(turn, Effect.sync(() => process.kill(process.pid, "SIGKILL")).pipe(Effect.zipRight(Effect.never)))
-        .pipe(Effect.provideService(Session.Session, handle))
+      const kill = Effect.sync(() => process.kill(process.pid, "SIGKILL")).pipe(Effect.zipRight(Effect.never))
+      return yield* Demo.makeLoop().runTurn([{ type: "user", content: Demo.prompts.crash }]).pipe(
+        Effect.provideService(Session.Session, handle),
+        Effect.provide(Demo.environment(Demo.crashScripts, kill, "b"))
+      )
     }),
     () => Effect.void
   ))
@@ -503,27 +491,29 @@ const demoCommand = Command.make("demo", { json, store: demoStore }, (o) =>
       yield* fs.makeDirectory(path.dirname(location), { recursive: true })
       const say = (line: string) => (o.json ? Effect.void : Console.log(line))
 
-      yield* say(bold("1. A scripted agent works through two turns with tool calls"))
-      const compaction = yield* Effect.scoped(Effect.gen(function*() {
+      yield* say(bold("1. A scripted agent (AgentLoop over a keyless LanguageModel) works through two turns with tool calls"))
+      yield* say(dim("   automatic pruning and compaction run in the pre-step hook when the request grows too large"))
+      const first = yield* Effect.scoped(Effect.gen(function*() {
         const { store: s } = yield* openStore(spec, { mustExist: false })
         const handle = yield* Session.create({ id: DEMO_ID }).pipe(Effect.provideService(SessionStore, s!))
-        return yield* Effect.gen(function*() {
-          yield* demoTurns
-          yield* say(bold("2. Compaction replaces the first turn with a checkpoint summary"))
-          const replaced = yield* Demo.compactHead(4, "The user asked what the repository contains; it has a README, src/ and test/.")
-          yield* say(bold("3. The pruner trims the largest tool result (content-only rewrite)"))
-          const pruned = yield* Demo.pruneLargestResult
-          return { replaced: replaced?.seq ?? null, pruned: pruned?.seq ?? null, events: (yield* handle.events).length }
-        }).pipe(Effect.provideService(Session.Session, handle))
+        const loop = Demo.makeLoop()
+        yield* Effect.forEach(Demo.prompts.first, (prompt) => loop.runTurn([{ type: "user", content: prompt }]), {
+          discard: true
+        }).pipe(
+          Effect.provideService(Session.Session, handle),
+          Effect.provide(Demo.environment(Demo.firstScripts, Effect.never, "a"))
+        )
+        return (yield* handle.events).length
       }))
+      yield* say(dim(`   ${first} events written`))
 
-      yield* say(bold("4. A child process reopens the session and is killed (SIGKILL) inside a tool call"))
+      yield* say(bold("2. A child process reopens the session and is killed (SIGKILL) inside a tool call"))
       const script = process.argv[1]
       const child = PlatformCommand.make(process.execPath, script, "demo-crash", "--store", o.store)
       const code = yield* PlatformCommand.exitCode(child).pipe(Effect.orElseSucceed(() => -1))
       yield* say(dim(`   child exited with ${code === 137 || code === -1 ? "SIGKILL" : `code ${code}`}`))
 
-      yield* say(bold("5. Reopening repairs the interrupted turn with explicit closers"))
+      yield* say(bold("3. Reopening repairs the interrupted turn with explicit closers"))
       return yield* Effect.scoped(Effect.gen(function*() {
         const { store: s } = yield* openStore(spec, { mustExist: true })
         const store = s!
@@ -531,9 +521,11 @@ const demoCommand = Command.make("demo", { json, store: demoStore }, (o) =>
         const handle = yield* Session.open(DEMO_ID).pipe(Effect.provideService(SessionStore, store))
         const afterOpen = yield* handle.events
         const closers = afterOpen.slice(before).filter((e) => e.type !== "session/end-seed")
-        yield* Demo.scriptedTurn(1 + afterOpen.filter((e) => e.type === "turn/start").length, "Is the migration done?", [
-          { text: "The migration call was interrupted, so its outcome is unknown; I will check the migration log before retrying." }
-        ], "resume").pipe(Effect.provideService(Session.Session, handle))
+        yield* say(bold("4. A new loop instance continues: its first request carries a resume header"))
+        yield* Demo.makeLoop().runTurn([{ type: "user", content: Demo.prompts.resume }]).pipe(
+          Effect.provideService(Session.Session, handle),
+          Effect.provide(Demo.environment(Demo.resumeScripts, Effect.never, "c"))
+        )
         const events = yield* handle.events
         const fold = foldSurface(events)
         const last = yield* handle.requestAt(events.length - 1)
@@ -542,8 +534,8 @@ const demoCommand = Command.make("demo", { json, store: demoStore }, (o) =>
           store: o.store,
           events: events.length,
           turns: events.filter((e) => e.type === "turn/start").length,
-          compaction: { replacementSeq: compaction.replaced },
-          prune: { replacementSeq: compaction.pruned },
+          compactions: events.filter((e) => e.type === "compaction/summary").map((e) => e.seq),
+          prunes: events.filter((e) => e.type === "compaction/prune").map((e) => e.seq),
           crash: { childExitCode: code, closers },
           transcript: yield* handle.transcript,
           surface: "nodes" in fold ? fold : { nodes: [], replacements: [] },
@@ -553,6 +545,10 @@ const demoCommand = Command.make("demo", { json, store: demoStore }, (o) =>
     }),
     (r) =>
       o.json ? printJson(r) : Console.log([
+        `   ${r.prunes.length} prune(s) at seq ${r.prunes.join(", ")}; ${r.compactions.length} compaction(s) at seq ${
+          r.compactions.join(", ")
+        }`,
+        "",
         bold("Closers written by repair"),
         table(["SEQ", "TIME", "TYPE", "SURFACE", "SUMMARY"], eventRows(r.crash.closers)),
         "",
