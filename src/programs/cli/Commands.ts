@@ -19,12 +19,15 @@ import type { Event } from "../../schema/Events.js"
 import type { Message } from "../../schema/Messages.js"
 import { encodeSessionId } from "../../schema/SessionIdEncoding.js"
 import { readJsonlFile, toJsonlText } from "../../layers/JsonlStore.js"
+import { layerSummarizerDeterministic } from "../../layers/SummarizerLive.js"
 import { type InspectResult, inspectLoaded, requestAtLog, validateSeed } from "../../layers/SessionLive.js"
 import * as Session from "../../services/Session.js"
 import { readPipeline, SessionStore } from "../../services/SessionStore.js"
 import { foldSurface } from "../../services/SurfaceManager.js"
 import * as Demo from "../Demo.js"
+import * as Compact from "../Compact.js"
 import * as Migrate from "../Migrate.js"
+import * as PruneToolResults from "../PruneToolResults.js"
 import { verifyLoaded, type VerifyReport, verifySession } from "../Verify.js"
 import {
   bold,
@@ -423,6 +426,69 @@ const importCommand = Command.make("import", { json, store, files }, (o) =>
     (r) => o.json ? printJson(r) : Console.log(`${green("imported")} ${r.sessions} session(s), ${r.events} events`)
   )).pipe(Command.withDescription("read JSONL files into a store"))
 
+/** Open a session for a writing command and run `program` on it; returns the events it appended. */
+const onOpenedSession = <E, R>(
+  src: SessionSource,
+  program: Effect.Effect<unknown, E, Session.Session | R>
+) =>
+  Effect.gen(function*() {
+    const { id, spec } = yield* storeOfSource(src)
+    const { store: s } = yield* openStore(spec, { mustExist: true })
+    if (s === undefined) return yield* new SessionNotFound({ rule: "L11", sessionId: id, detail: "no such store" })
+    const handle = yield* Session.open(id).pipe(Effect.provideService(SessionStore, s))
+    const before = (yield* handle.events).length
+    yield* program.pipe(Effect.provideService(Session.Session, handle))
+    yield* handle.flush
+    return (yield* handle.events).slice(before)
+  })
+
+const retain = Options.integer("retain").pipe(Options.optional, Options.withDescription("tokens of the tail to keep"))
+const rangeStart = Options.integer("start").pipe(Options.optional, Options.withDescription("first surface seq of an explicit region"))
+const rangeEnd = Options.integer("end").pipe(Options.optional, Options.withDescription("last surface seq of an explicit region"))
+
+const compactCommand = Command.make("compact", { json, store, session, file, retain, start: rangeStart, end: rangeEnd }, (o) =>
+  runCommand(
+    o.json,
+    Effect.gen(function*() {
+      const src = yield* resolve(o.file, o.session, o.store)
+      const region = Option.isSome(o.start) && Option.isSome(o.end) ? { start: o.start.value, end: o.end.value } : undefined
+      if ((Option.isSome(o.start) || Option.isSome(o.end)) && region === undefined) {
+        return yield* new UsageError({ detail: "an explicit region needs both --start and --end" })
+      }
+      const options: Compact.CompactOptions = {
+        mode: "manual",
+        ...(region === undefined ? { retainTokens: Option.getOrElse(o.retain, () => 0) } : { region })
+      }
+      return yield* onOpenedSession(src, Compact.compact(options)).pipe(Effect.provide(layerSummarizerDeterministic))
+    }),
+    (events) =>
+      o.json ? printJson(events) : Console.log(table(["SEQ", "TIME", "TYPE", "SURFACE", "SUMMARY"], eventRows(events)))
+  )).pipe(Command.withDescription("manual compaction with the deterministic summariser (between turns)"))
+
+const threshold = Options.integer("threshold").pipe(Options.optional, Options.withDescription("prune results above this many characters"))
+const head = Options.integer("head").pipe(Options.optional, Options.withDescription("characters kept at the head"))
+const tail = Options.integer("tail").pipe(Options.optional, Options.withDescription("characters kept at the tail"))
+
+const pruneCommand = Command.make("prune", { json, store, session, file, threshold, head, tail }, (o) =>
+  runCommand(
+    o.json,
+    Effect.gen(function*() {
+      const src = yield* resolve(o.file, o.session, o.store)
+      const config = {
+        ...(Option.isSome(o.threshold) ? { thresholdChars: o.threshold.value } : {}),
+        ...(Option.isSome(o.head) ? { headChars: o.head.value } : {}),
+        ...(Option.isSome(o.tail) ? { tailChars: o.tail.value } : {})
+      }
+      return yield* onOpenedSession(src, PruneToolResults.pruneToolResults({ config }))
+    }),
+    (events) =>
+      o.json ? printJson(events) : Console.log(
+        events.length === 0
+          ? green("nothing to prune")
+          : table(["SEQ", "TIME", "TYPE", "SURFACE", "SUMMARY"], eventRows(events))
+      )
+  )).pipe(Command.withDescription("trim oversized tool results (head and tail kept, a marker between)"))
+
 const migrateCommand = Command.make("migrate", { json, store, session, file }, (o) =>
   runCommand(
     o.json,
@@ -587,7 +653,9 @@ export const root = Command.make("session-log").pipe(
     repairCommand,
     exportCommand,
     importCommand,
-    migrateCommand
+    migrateCommand,
+    compactCommand,
+    pruneCommand
   ])
 )
 
