@@ -1,0 +1,18 @@
+import { assert, describe, it } from "@effect/vitest"
+import * as Api from "../src/index.js"
+
+describe("public API", () => {
+  it("re-exports the services, layers and programs as namespaces", () => {
+    assert.isFunction(Api.Session.create)
+    assert.isFunction(Api.Session.open)
+    assert.isFunction(Api.MemoryStore.layerMemoryStore)
+    assert.isFunction(Api.JsonlStore.layerJsonlStore)
+    assert.isFunction(Api.SqliteStore.layerSqliteStore)
+    assert.isFunction(Api.SurfaceManager.foldSurface)
+    assert.isFunction(Api.Json.walkJson)
+    assert.isFunction(Api.Repair.closers)
+    assert.isFunction(Api.AgentLoop.make)
+    assert.isFunction(Api.Compact.compact)
+    assert.strictEqual(Api.Format.SESSION_FORMAT_VERSION, 1)
+  })
+})
