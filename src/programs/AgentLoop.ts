@@ -2,8 +2,9 @@
  * The agent loop (SPEC §1.6): runs turns against `@effect/ai`'s `LanguageModel` and a `Toolkit`,
  * writing the canonical event order — turn and step brackets, the claimed user batch, header
  * snapshots through `HeaderSnapshotter`, every stream part as an `assistant/chunk`, the assistant
- * message citing its attempt's chunks, tool calls and results — with the checkpoint policy of §7.3
- * and finalisers that keep the log balanced on failure and interruption.
+ * message citing its attempt's chunks, tool calls and results — with the checkpoint policy of §7.3,
+ * the context-overflow retry of §9.7 and finalisers that keep the log balanced on failure and
+ * interruption.
  */
 import * as AiError from "@effect/ai/AiError"
 import * as LanguageModel from "@effect/ai/LanguageModel"
@@ -12,6 +13,7 @@ import type * as Tool from "@effect/ai/Tool"
 import type * as Toolkit from "@effect/ai/Toolkit"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
@@ -25,7 +27,9 @@ import { HeaderSnapshotter } from "../services/HeaderSnapshotter.js"
 import { nextId } from "../services/IdGenerator.js"
 import { REPAIR_TEXT_OUTCOME_UNKNOWN } from "../services/Repair.js"
 import { type AppendError, type FlushError, Session, type SessionShape } from "../services/Session.js"
+import type { Summarizer } from "../services/Summarizer.js"
 import * as Checkpoint from "./Checkpoint.js"
+import * as Compact from "./Compact.js"
 import {
   aiErrorFailure,
   assembleChunks,
@@ -68,7 +72,30 @@ export interface PreStepContext {
   readonly session: SessionShape
   readonly turn: number
   readonly step: number
+  /** H, the header the next request of this loop will use (system and tools of the loop). */
+  readonly header: RequestHeader | undefined
+  /** The route's context window, if configured. */
+  readonly contextWindow?: number | undefined
 }
+
+/**
+ * The context-overflow retry of SPEC §9.7 (the shape of `Compact.onOverflow(policy)`): classify a
+ * model error as an overflow, make room (prune and compact) and answer whether the request may be
+ * retried, and reset the retry counter after a successful assistant message.
+ */
+export interface OverflowRetry<R = never> {
+  readonly isOverflow: (error: unknown) => boolean
+  readonly handle: (ctx: Compact.HookContext) => Effect.Effect<boolean, unknown, R>
+  readonly reset: Effect.Effect<void>
+}
+
+/** The `overflow` option: an `onOverflow(policy)` handler (or any `OverflowRetry`), or a policy. */
+export type OverflowOption = OverflowRetry<any> | Compact.CompactionPolicy
+
+/** What the `overflow` option needs: the handler's requirements, or `Session | Summarizer` for a policy. */
+export type OverflowRequirements<O> = O extends { readonly handle: (ctx: any) => Effect.Effect<any, any, infer R> } ? R
+  : O extends Compact.CompactionPolicy ? Session | Summarizer
+  : never
 
 /** A tool call about to start (the pre-execution policy sees it before `tool/call` is written). */
 export interface ToolCallRequest {
@@ -80,7 +107,13 @@ export interface ToolCallRequest {
 }
 
 /** Options of one loop instance. */
-export interface AgentLoopOptions<Tools extends Record<string, Tool.Any>, EP = never, RP = never, RB = never> {
+export interface AgentLoopOptions<
+  Tools extends Record<string, Tool.Any>,
+  EP = never,
+  RP = never,
+  RB = never,
+  O extends OverflowOption | undefined = undefined
+> {
   readonly toolkit: Toolkit.Toolkit<Tools>
   /** The rendered system prompt. */
   readonly system: string
@@ -95,6 +128,15 @@ export interface AgentLoopOptions<Tools extends Record<string, Tool.Any>, EP = n
   readonly checkpoint?: boolean
   /** Steps per turn before the turn ends `error` with code `MAX_STEPS` (default 50). */
   readonly maxSteps?: number
+  /**
+   * The context-overflow retry (SPEC §9.7): `Compact.onOverflow(policy)` or the policy itself.
+   * When a model call fails with an error its predicate classifies as an overflow, `handle` runs
+   * (prune, compact with `retainTokens = 0`); if it answers true the step's request is rebuilt from
+   * the log and retried (header `series`, R5, unless it changed). The failed attempt's chunks stay
+   * in the log. The counter is reset at the start of every turn and after every successful
+   * assistant message, so `maxOverflowRetries` bounds consecutive retries within one turn.
+   */
+  readonly overflow?: O
 }
 
 /** Options of one turn. */
@@ -175,12 +217,31 @@ const toolError = (cause: Cause.Cause<unknown>): { readonly name: string; readon
 
 const uninterruptible = Effect.uninterruptible
 
+/** The overflow handler of an `overflow` option: a handler as given, or `Compact.onOverflow(policy)`. */
+const overflowRetryOf = (option: OverflowOption | undefined): OverflowRetry<any> | undefined => {
+  if (option === undefined) return undefined
+  const o = option as Rec
+  return typeof o.handle === "function" && typeof o.isOverflow === "function"
+    ? (option as OverflowRetry<any>)
+    : Compact.onOverflow(option as Compact.CompactionPolicy)
+}
+
+/** A hook failure ends the turn `error` (code `UNKNOWN`); interruption propagates. */
+const hookFailed = (cause: Cause.Cause<unknown>): Effect.Effect<never, TurnFailed> =>
+  Cause.isInterruptedOnly(cause) ? Effect.interrupt : new TurnFailed({ failure: flattenCause(cause) })
+
 /**
  * Make a loop instance. `runTurn` needs the `Session`, the `LanguageModel`, the `HeaderSnapshotter`
  * and the toolkit's handlers (plus what the hooks need).
  */
-export const make = <Tools extends Record<string, Tool.Any>, EP = never, RP = never, RB = never>(
-  options: AgentLoopOptions<Tools, EP, RP, RB>
+export const make = <
+  Tools extends Record<string, Tool.Any>,
+  EP = never,
+  RP = never,
+  RB = never,
+  O extends OverflowOption | undefined = undefined
+>(
+  options: AgentLoopOptions<Tools, EP, RP, RB, O>
 ): AgentLoop<
   | Session
   | LanguageModel.LanguageModel
@@ -189,6 +250,7 @@ export const make = <Tools extends Record<string, Tool.Any>, EP = never, RP = ne
   | Tool.Requirements<Tools[keyof Tools]>
   | RP
   | RB
+  | OverflowRequirements<O>
 > => {
   let firstOfInstance = true
   let newSeries = options.newSeries === true
@@ -196,6 +258,7 @@ export const make = <Tools extends Record<string, Tool.Any>, EP = never, RP = ne
   const maxSteps = options.maxSteps ?? 50
   const route = options.route
   const tools = toolSpecs(options.toolkit.tools)
+  const overflow = overflowRetryOf(options.overflow)
 
   /** SPEC §5.3 "Choosing H": the route seeds the first call; later calls inherit the logged config. */
   const chooseHeader = (latest: RequestHeader | undefined): RequestHeader => {
@@ -230,6 +293,7 @@ export const make = <Tools extends Record<string, Tool.Any>, EP = never, RP = ne
       const snapshotter = yield* HeaderSnapshotter
       const toolkit = yield* options.toolkit
       if (turnOptions.newSeries === true) newSeries = true
+      if (overflow !== undefined) yield* overflow.reset
 
       const append = session.append
       // a failed checkpoint is fail-closed: the turn ends `error` (SPEC §7.3)
@@ -313,74 +377,99 @@ export const make = <Tools extends Record<string, Tool.Any>, EP = never, RP = ne
           st.answered.add(callId)
         })
 
-      /** The model call of a step: header snapshots, the stream as chunks, the assistant message. */
+      /**
+       * The model call of a step: header snapshots, the stream as chunks, the assistant message.
+       * An overflow failure (SPEC §9.7) runs the overflow handler and, when it answers true, repeats
+       * the attempt in the same step: the request is derived from the log again and the header
+       * snapshotter decides anew (`series` after the compaction, R5). The failed attempt's chunks
+       * stay in the log and are not cited by the message of a later attempt.
+       */
       const modelCall = (turn: number, step: number, st: StepState) =>
         Effect.gen(function*() {
-          const header = chooseHeader(yield* session.requestHeader)
-          yield* snapshotter.record(session, {
-            header,
-            context: {
-              provider: route.provider,
-              model: route.model,
-              ...(route.contextWindow === undefined ? {} : { contextWindow: route.contextWindow })
-            },
-            firstOfInstance,
-            newSeries
-          })
-          firstOfInstance = false
-          newSeries = false
-          // the request is derived from the log as it stands now (SPEC §1.6 notes)
-          const latest = yield* session.requestHeader
-          const messages = yield* session.messages
-          const prompt = requestToPrompt({ header: latest, messages })
-          const config = latest?.config ?? header.config
-          st.phase = "streaming"
-          const translator = new ChunkTranslator()
-          const stream = LanguageModel.streamText({ prompt, toolkit, disableToolCallResolution: true }) as Stream.Stream<
-            Response.StreamPart<any>,
-            AiError.AiError,
-            LanguageModel.LanguageModel
-          >
-          // checkpoint (a), when the stream is first pulled: fail-closed, the model is not invoked
-          const guarded: Stream.Stream<Response.StreamPart<any>, TurnFailed, LanguageModel.LanguageModel> =
-            (checkpointOn ? Checkpoint.guardModelStream(stream).pipe(Stream.provideService(Session, session)) : stream)
-              .pipe(Stream.mapError((e) =>
-                AiError.isAiError(e) ? new TurnFailed({ failure: aiErrorFailure(e) }) : checkpointFailed(e)
-              ))
-          yield* guarded.pipe(
-            Stream.runForEach((part) =>
-              Effect.forEach(
-                translator.translate(part, encodeParams),
-                (chunk: Chunk) =>
-                  uninterruptible(
-                    append("assistant/chunk", { turn, step, chunk: chunk as never }).pipe(
-                      Effect.tap((e) => Effect.sync(() => st.chunks.push(e)))
-                    )
-                  ),
-                { discard: true }
-              )
-            ),
-            Effect.provideService(ModelRequestConfig, config)
-          )
-          const assembled = assembleChunks(st.chunks.map((e) => (e.data as { chunk: Rec }).chunk))
-          const id = yield* nextId
-          yield* uninterruptible(append("assistant/message", {
-            turn,
-            step,
-            message: {
-              id,
-              role: "assistant",
-              content: assembled.content,
-              source: { kind: "model", provider: route.provider, model: route.model }
-            },
-            ...(assembled.usage === undefined ? {} : { usage: assembled.usage })
-          }, { surfaceOp: "append", sourceEventSeqs: st.chunks.map((e) => e.seq) }))
-          st.calls = assembled.content.filter((b): b is ToolCallBlock =>
-            b.type === "tool-call" && typeof b.id === "string" && typeof b.name === "string" &&
-            typeof b.arguments === "string"
-          )
-          st.phase = "tools"
-          return assembled.finish
+          for (;;) {
+            const header = chooseHeader(yield* session.requestHeader)
+            yield* snapshotter.record(session, {
+              header,
+              context: {
+                provider: route.provider,
+                model: route.model,
+                ...(route.contextWindow === undefined ? {} : { contextWindow: route.contextWindow })
+              },
+              firstOfInstance,
+              newSeries
+            })
+            firstOfInstance = false
+            newSeries = false
+            // the request is derived from the log as it stands now (SPEC §1.6 notes)
+            const latest = yield* session.requestHeader
+            const messages = yield* session.messages
+            const prompt = requestToPrompt({ header: latest, messages })
+            const config = latest?.config ?? header.config
+            st.phase = "streaming"
+            st.chunks = []
+            const translator = new ChunkTranslator()
+            const stream = LanguageModel.streamText({ prompt, toolkit, disableToolCallResolution: true }) as Stream.Stream<
+              Response.StreamPart<any>,
+              AiError.AiError,
+              LanguageModel.LanguageModel
+            >
+            // checkpoint (a), when the stream is first pulled: fail-closed, the model is not invoked
+            const guarded: Stream.Stream<Response.StreamPart<any>, AiError.AiError | TurnFailed, LanguageModel.LanguageModel> =
+              (checkpointOn ? Checkpoint.guardModelStream(stream).pipe(Stream.provideService(Session, session)) : stream)
+                .pipe(Stream.mapError((e) => AiError.isAiError(e) ? e : checkpointFailed(e)))
+            const streamed = yield* guarded.pipe(
+              Stream.runForEach((part) =>
+                Effect.forEach(
+                  translator.translate(part, encodeParams),
+                  (chunk: Chunk) =>
+                    uninterruptible(
+                      append("assistant/chunk", { turn, step, chunk: chunk as never }).pipe(
+                        Effect.tap((e) => Effect.sync(() => st.chunks.push(e)))
+                      )
+                    ),
+                  { discard: true }
+                )
+              ),
+              Effect.provideService(ModelRequestConfig, config),
+              Effect.either
+            )
+            if (Either.isLeft(streamed)) {
+              const error = streamed.left
+              if (!AiError.isAiError(error)) return yield* Effect.fail(error)
+              if (overflow !== undefined && overflow.isOverflow(error)) {
+                // the failed attempt is over: its chunks stay in the log, it is no interrupted prefix
+                st.phase = "input"
+                st.chunks = []
+                const retry = yield* overflow.handle({
+                  turn,
+                  header: latest,
+                  ...(route.contextWindow === undefined ? {} : { contextWindow: route.contextWindow })
+                }).pipe(Effect.catchAllCause(hookFailed))
+                if (retry) continue
+              }
+              return yield* new TurnFailed({ failure: aiErrorFailure(error) })
+            }
+            const assembled = assembleChunks(st.chunks.map((e) => (e.data as { chunk: Rec }).chunk))
+            const id = yield* nextId
+            yield* uninterruptible(append("assistant/message", {
+              turn,
+              step,
+              message: {
+                id,
+                role: "assistant",
+                content: assembled.content,
+                source: { kind: "model", provider: route.provider, model: route.model }
+              },
+              ...(assembled.usage === undefined ? {} : { usage: assembled.usage })
+            }, { surfaceOp: "append", sourceEventSeqs: st.chunks.map((e) => e.seq) }))
+            if (overflow !== undefined) yield* overflow.reset
+            st.calls = assembled.content.filter((b): b is ToolCallBlock =>
+              b.type === "tool-call" && typeof b.id === "string" && typeof b.name === "string" &&
+              typeof b.arguments === "string"
+            )
+            st.phase = "tools"
+            return assembled.finish
+          }
         })
 
       /** Run the step's tool calls in model order. */
@@ -509,11 +598,14 @@ export const make = <Tools extends Record<string, Tool.Any>, EP = never, RP = ne
               // checkpoint (c) and the pre-step hook, inside the turn, before step/start
               yield* preStepCheckpoint
               if (options.preStep !== undefined) {
-                yield* options.preStep({ session, turn, step }).pipe(
-                  Effect.catchAllCause((cause) =>
-                    Cause.isInterruptedOnly(cause) ? Effect.interrupt : new TurnFailed({ failure: flattenCause(cause) })
-                  )
-                )
+                const header = chooseHeader(yield* session.requestHeader)
+                yield* options.preStep({
+                  session,
+                  turn,
+                  step,
+                  header,
+                  ...(route.contextWindow === undefined ? {} : { contextWindow: route.contextWindow })
+                }).pipe(Effect.catchAllCause(hookFailed))
               }
               if (step === 1 && batch.length === 0) return { kind: "completed" } as TurnEndReason
               if (step > maxSteps) {
