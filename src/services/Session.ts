@@ -39,6 +39,7 @@ import type { Message } from "../schema/Messages.js"
 import type { RequestContext, RequestHeader } from "../schema/RequestHeader.js"
 import type { SessionHeader } from "../schema/SessionHeader.js"
 import * as SessionLive from "../layers/SessionLive.js"
+import * as Fork from "../programs/Fork.js"
 import type { SessionStore, StoreAppendError } from "./SessionStore.js"
 
 /** Everything an append can fail with. */
@@ -154,6 +155,12 @@ export const open = SessionLive.open
 export const inspect = SessionLive.inspect
 /** Validate a seed (SPEC §3.2) and return its frozen events. */
 export const validateSeed = SessionLive.validateSeed
+/** Fork a handle or a stored session at a closed-turn boundary into a new child (SPEC §11.1). */
+export const fork = (
+  source: SessionShape | string,
+  options?: Fork.ForkOptions
+): Effect.Effect<SessionShape, Fork.ForkError, SessionStore | Scope.Scope> => Fork.fork(source, options)
+export type { ForkError, ForkOptions } from "../programs/Fork.js"
 
 /** A layer providing a freshly created session. */
 export const layerCreate = (
