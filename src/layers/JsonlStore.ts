@@ -680,10 +680,15 @@ export const makeJsonlStore = (
         for (;;) {
           const now = yield* Clock.currentTimeMillis
           const content = JSON.stringify({ pid: currentPid(), host, at: now })
-          const created = yield* Effect.scoped(Effect.gen(function*() {
-            const handle = yield* fs.open(lock, { flag: "wx", mode: 0o600 })
-            yield* Effect.onError(handle.writeAll(encoder.encode(content)), () => Effect.ignore(fs.remove(lock)))
-          })).pipe(Effect.as(true), Effect.catchIf(isAlreadyExists, () => Effect.succeed(false)))
+          // the lock appears with its content already in it (written to a temporary name, then
+          // hard-linked without overwrite), so a crash can never leave an anonymous, empty lock
+          const temp = path.join(root, `.${path.basename(lock)}.${yield* randomHex}.tmp`)
+          yield* fs.writeFile(temp, encoder.encode(content), { flag: "wx", mode: 0o600 })
+          const created = yield* fs.link(temp, lock).pipe(
+            Effect.as(true),
+            Effect.catchIf(isAlreadyExists, () => Effect.succeed(false)),
+            Effect.ensuring(Effect.ignore(fs.remove(temp)))
+          )
           if (created) return
           const state = yield* lockIsStale(lock, now)
           if (state === "gone") continue
