@@ -489,6 +489,28 @@ const pruneCommand = Command.make("prune", { json, store, session, file, thresho
       )
   )).pipe(Command.withDescription("trim oversized tool results (head and tail kept, a marker between)"))
 
+const child = Options.text("child").pipe(Options.optional, Options.withDescription("id of the child session (default: generated)"))
+
+const forkCommand = Command.make("fork", { json, store, session, file, at, child }, (o) =>
+  runCommand(
+    o.json,
+    Effect.gen(function*() {
+      const src = yield* resolve(o.file, o.session, o.store)
+      const { id, spec } = yield* storeOfSource(src)
+      const { store: s } = yield* openStore(spec, { mustExist: true })
+      if (s === undefined) return yield* new SessionNotFound({ rule: "L11", sessionId: id, detail: "no such store" })
+      const handle = yield* Session.fork(id, {
+        ...(Option.isSome(o.at) ? { at: o.at.value } : {}),
+        ...(Option.isSome(o.child) ? { childId: o.child.value } : {})
+      }).pipe(Effect.provideService(SessionStore, s))
+      return handle.header
+    }),
+    (header) =>
+      o.json ? printJson(header) : Console.log(
+        `${green("forked")} ${header.parentSession} → ${bold(header.id)} (${header.seedLength} inherited events)`
+      )
+  )).pipe(Command.withDescription("start a child session from a closed-turn boundary (--at <seq>)"))
+
 const migrateCommand = Command.make("migrate", { json, store, session, file }, (o) =>
   runCommand(
     o.json,
@@ -655,7 +677,8 @@ export const root = Command.make("session-log").pipe(
     importCommand,
     migrateCommand,
     compactCommand,
-    pruneCommand
+    pruneCommand,
+    forkCommand
   ])
 )
 
