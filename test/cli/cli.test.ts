@@ -249,4 +249,48 @@ describe.concurrent("session-log on stores", () => {
     assert.strictEqual(nosession.code, 2)
     assert.isFalse(fs.existsSync(path.join(dir, "none.db")), "a reading command creates no store")
   })
+
+  it("demo --json runs the whole scenario; fork, prune, compact and migrate work on its store", async () => {
+    const demoDir = path.join(dir, "demo")
+    fs.mkdirSync(demoDir)
+    const demo = await cli(["demo", "--json"], demoDir)
+    assert.strictEqual(demo.code, 0, demo.stderr)
+    const r = json(demo)
+    assert.isAbove(r.prunes.length, 0, "pruning fired")
+    assert.isAbove(r.compactions.length, 0, "compaction fired")
+    assert.deepStrictEqual(r.crash.closers.map((e: any) => e.type), ["tool/result", "tool/result", "step/end", "turn/end"])
+    assert.deepStrictEqual(r.crash.closers.map((e: any) => e.data.error?.code ?? null), [
+      "TOOL_OUTCOME_UNKNOWN",
+      "TOOL_NOT_STARTED",
+      null,
+      null
+    ])
+    assert.strictEqual(r.lastRequest.header.config.model, "demo-model")
+    const store = path.join(demoDir, ".demo", "demo.db")
+    assert.deepStrictEqual(json(await cli(["verify", "--json", "--store", store, "--session", "demo-session"], demoDir)).ok, true)
+    // it runs again cleanly
+    const again = await cli(["demo", "--json"], demoDir)
+    assert.strictEqual(again.code, 0, again.stderr)
+    assert.deepStrictEqual(json(again).events, r.events)
+
+    const turnEnds = json(await cli(["show", "--json", "--store", store, "--session", "demo-session"], demoDir))
+      .filter((e: any) => e.type === "turn/end").map((e: any) => e.seq)
+    const forked = await cli(["fork", "--json", "--store", store, "--session", "demo-session", "--at", String(turnEnds[0]), "--child", "kid"], demoDir)
+    assert.strictEqual(forked.code, 0, forked.stderr)
+    assert.deepStrictEqual(json(forked).parentSession, "demo-session")
+    assert.strictEqual(json(forked).seedLength, turnEnds[0] + 1)
+    const open = await cli(["fork", "--json", "--store", store, "--session", "demo-session", "--at", String(turnEnds[0] - 1)], demoDir)
+    assert.strictEqual(open.code, 1)
+    assert.strictEqual(json(open).error.rule, "M7")
+    const taken = await cli(["fork", "--json", "--store", store, "--session", "demo-session", "--child", "kid"], demoDir)
+    assert.strictEqual(json(taken).error.rule, "M1")
+
+    const compacted = await cli(["compact", "--json", "--store", store, "--session", "kid"], demoDir)
+    assert.strictEqual(compacted.code, 0, compacted.stderr)
+    assert.deepStrictEqual(json(compacted).map((e: any) => e.type), ["compaction/start", "compaction/summary", "user/message", "compaction/end"])
+    const pruned = await cli(["prune", "--json", "--store", store, "--session", "demo-session", "--threshold", "100", "--head", "20", "--tail", "20"], demoDir)
+    assert.strictEqual(pruned.code, 0, pruned.stderr)
+    const migrated = await cli(["migrate", "--json", "--store", store], demoDir)
+    assert.deepStrictEqual(json(migrated).map((m: any) => m.status), ["current", "current"])
+  })
 })
