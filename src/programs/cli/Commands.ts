@@ -36,6 +36,7 @@ import {
   dim,
   errorDocument,
   exitCodeFor,
+  formatTime,
   green,
   printJson,
   progress,
@@ -158,7 +159,7 @@ const summary = (e: Event): string => {
 }
 
 const eventRows = (events: ReadonlyArray<Event>) =>
-  events.map((e) => [String(e.seq), String(e.time), e.type, surfaceLabel(e), clip(summary(e))])
+  events.map((e) => [String(e.seq), formatTime(e.time), e.type, surfaceLabel(e), clip(summary(e))])
 
 const messageRows = (messages: ReadonlyArray<Message>) => messages.map((m) => [m.role, m.id, clip(textOf(m), 80)])
 
@@ -182,7 +183,7 @@ const listCommand = Command.make("list", { json, store }, (o) =>
       o.json ? printJson(rows) : Console.log(
         rows.length === 0 ? dim("no sessions") : table(
           ["ID", "CREATED", "EVENTS"],
-          rows.map((r) => [r.id, new Date(r.createdAt).toISOString(), String(r.events ?? "?")])
+          rows.map((r) => [r.id, formatTime(r.createdAt), String(r.events ?? "?")])
         )
       )
   )).pipe(Command.withDescription("sessions in a store"))

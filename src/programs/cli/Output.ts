@@ -92,3 +92,9 @@ export const progress = (label: string, total: number) => {
     })
   }
 }
+
+/** A log time for people: ISO-8601 UTC, or the raw number when it is not a valid date. */
+export const formatTime = (ms: number): string => {
+  const d = new Date(ms)
+  return Number.isNaN(d.getTime()) ? String(ms) : d.toISOString()
+}
