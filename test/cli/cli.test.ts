@@ -293,4 +293,23 @@ describe.concurrent("session-log on stores", () => {
     const migrated = await cli(["migrate", "--json", "--store", store], demoDir)
     assert.deepStrictEqual(json(migrated).map((m: any) => m.status), ["current", "current"])
   })
+
+  it("people's output of every reading command: a table or a sentence on stdout, exit 0, nothing on stdout parses as JSON", async () => {
+    const file = write("people-all.jsonl", validLog("people-all"))
+    const expectations: ReadonlyArray<readonly [ReadonlyArray<string>, RegExp]> = [
+      [["show", file], /^SEQ\s+TIME\s+TYPE/],
+      [["verify", file], /valid .*10 events, 1 surface nodes/],
+      [["messages", file], /^ROLE\s+ID\s+CONTENT\nuser\s+sum\s+summary of turn 1/],
+      [["transcript", file], /^SEQ\s+TYPE\s+CONTENT/],
+      [["surface", file], /^surface 9\nSEQ\s+RANGE\s+SHADOWED\n9\s+2\.\.6\s+2, 4, 6/],
+      [["request", "--at", "6", file], /^request at seq 6\np\/m\nsystem: be brief/],
+      [["repair", "--dry-run", file], /nothing to repair/]
+    ]
+    for (const [args, pattern] of expectations) {
+      const r = await cli(args, dir)
+      assert.strictEqual(r.code, 0, `${args[0]}: ${r.stderr}`)
+      assert.match(r.stdout, pattern, args[0])
+      assert.throws(() => JSON.parse(r.stdout), undefined, undefined, `${args[0]} prints text for people`)
+    }
+  })
 })
