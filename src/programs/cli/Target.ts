@@ -74,6 +74,9 @@ export const sessionSource = (
 ): SessionSource | UsageError => {
   if (Option.isSome(file)) {
     if (Option.isSome(session)) return new UsageError({ detail: "give either a .jsonl path or --session, not both" })
+    if (/\.(db|sqlite|sqlite3)$/i.test(file.value)) {
+      return new UsageError({ detail: `${file.value} is a SQLite store: use --store ${file.value} --session <id>` })
+    }
     return { kind: "file", path: file.value }
   }
   if (Option.isNone(session)) return new UsageError({ detail: "name a session with --session <id> or a .jsonl path" })
