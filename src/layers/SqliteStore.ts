@@ -21,7 +21,6 @@ import type * as Scope from "effect/Scope"
 import {
   AppendConflict,
   FormatUnsupported,
-  SeqNotContiguous,
   SessionExists,
   SessionHeaderInvalid,
   SessionNotFound,
@@ -36,6 +35,7 @@ import { SESSION_FORMAT_VERSION } from "../schema/Format.js"
 import { encodeJson, type Json, parseJson } from "../schema/Json.js"
 import { headerRecord, type SessionHeader, validateSessionHeader } from "../schema/SessionHeader.js"
 import {
+  checkFromSeq,
   type LoadResult,
   precheckBatch,
   readFromLoad,
@@ -707,14 +707,8 @@ export const makeSqliteStore = (
 
       readFrom: Effect.fn("SqliteStore.readFrom")(function*(id: string, fromSeq: number) {
         // L10 first
-        if (!Number.isSafeInteger(fromSeq) || fromSeq < 0) {
-          return yield* new SeqNotContiguous({
-            rule: "L10",
-            expected: 0,
-            actual: fromSeq,
-            detail: "readFrom needs a non-negative integer fromSeq"
-          })
-        }
+        const bad = checkFromSeq(fromSeq)
+        if (bad !== undefined) return yield* bad
         // Seek: the suffix from `fromSeq`, when the stored prefix is gap-free and the suffix has
         // no defect; anything else (a version-0 log, a torn tail, damage) takes the full read.
         const seek = transaction(

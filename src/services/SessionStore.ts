@@ -214,20 +214,23 @@ export const readPipeline = (
   })
 
 
+/** L10: `readFrom` needs a non-negative integer `fromSeq`. */
+export const checkFromSeq = (fromSeq: number): SeqNotContiguous | undefined =>
+  Number.isSafeInteger(fromSeq) && fromSeq >= 0 ? undefined : new SeqNotContiguous({
+    rule: "L10",
+    expected: 0,
+    actual: fromSeq,
+    detail: "readFrom needs a non-negative integer fromSeq"
+  })
+
 /** `readFrom` on top of `load` and the read pipeline (backends may seek instead). */
 export const readFromLoad = (
   load: (id: string) => Effect.Effect<LoadResult, LoadError>
 ) =>
 (id: string, fromSeq: number): Effect.Effect<ReadonlyArray<unknown>, ReadError | SeqNotContiguous> =>
   Effect.gen(function*() {
-    if (!Number.isSafeInteger(fromSeq) || fromSeq < 0) {
-      return yield* new SeqNotContiguous({
-        rule: "L10",
-        expected: 0,
-        actual: fromSeq,
-        detail: "readFrom needs a non-negative integer fromSeq"
-      })
-    }
+    const bad = checkFromSeq(fromSeq)
+    if (bad !== undefined) return yield* bad
     const { events } = yield* readPipeline(yield* load(id))
     return events.slice(fromSeq)
   })
