@@ -312,4 +312,33 @@ describe.concurrent("session-log on stores", () => {
       assert.throws(() => JSON.parse(r.stdout), undefined, undefined, `${args[0]} prints text for people`)
     }
   })
+
+  it("people's output of the writing commands: import, export, migrate, fork, compact, prune, repair, list", async () => {
+    const root = path.join(dir, "people-write")
+    fs.mkdirSync(root)
+    const file = write("people-write.jsonl", validLog("pw"))
+    const store = `jsonl:${root}`
+    const expectations: ReadonlyArray<readonly [ReadonlyArray<string>, RegExp]> = [
+      [["import", "--store", store, file], /imported 1 session\(s\), 10 events/],
+      [["list", "--store", store], /^ID\s+CREATED\s+EVENTS\npw\s+1970-01-01T00:00:00\.001Z\s+10/],
+      [["export", "--store", store, "--session", "pw", "--out", path.join(dir, "pw-out.jsonl")], /exported 1 session\(s\), 10 events/],
+      [["migrate", "--store", store], /^ID\s+STATUS\s+DETAIL\npw\s+current/],
+      [["fork", "--store", store, "--session", "pw", "--at", "8", "--child", "pw-kid"], /forked pw → pw-kid \(9 inherited events\)/],
+      [["prune", "--store", store, "--session", "pw", "--threshold", "60", "--head", "4", "--tail", "4"], /nothing to prune/],
+      [["repair", "--store", store, "--session", "pw"], /nothing to repair/]
+    ]
+    for (const [args, pattern] of expectations) {
+      const r = await cli(args, dir)
+      assert.strictEqual(r.code, 0, `${args.join(" ")}: ${r.stdout}${r.stderr}`)
+      assert.match(r.stdout, pattern, args.join(" "))
+    }
+    assert.strictEqual(fs.readFileSync(path.join(dir, "pw-out.jsonl"), "utf8"), validLog("pw"))
+    const failing = await cli(["fork", "--store", store, "--session", "pw", "--at", "3"], dir)
+    assert.strictEqual(failing.code, 1)
+    assert.match(failing.stderr, /M7 ForkRejected/)
+    // a summary that would not be smaller than what it replaces is refused (P7), with the rule id
+    const tooSmall = await cli(["compact", "--store", store, "--session", "pw-kid"], dir)
+    assert.strictEqual(tooSmall.code, 1)
+    assert.match(tooSmall.stderr, /P7 CompactionRejected: .*not smaller/)
+  })
 })
