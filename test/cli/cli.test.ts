@@ -341,4 +341,21 @@ describe.concurrent("session-log on stores", () => {
     assert.strictEqual(tooSmall.code, 1)
     assert.match(tooSmall.stderr, /P7 CompactionRejected: .*not smaller/)
   })
+
+  it("verify of a JSONL store also reports files whose header cannot be read; warnings stay off stdout", async () => {
+    const root = path.join(dir, "verify-store")
+    fs.mkdirSync(root)
+    fs.writeFileSync(path.join(root, "good.jsonl"), validLog("good"))
+    fs.writeFileSync(path.join(root, "bad-header.jsonl"), line({ type: "session", version: 1, id: "bad-header", createdAt: "x" }) + "\n")
+    fs.writeFileSync(path.join(root, "garbage.jsonl"), "garbage\n")
+    const r = await cli(["verify", "--json", "--store", `jsonl:${root}`], dir)
+    assert.strictEqual(r.code, 1)
+    const reports = json(r)
+    assert.deepStrictEqual(reports.map((x: any) => [x.id, x.ok, x.error?.rule ?? null]), [
+      ["good", true, null],
+      ["bad-header.jsonl", false, "J4"],
+      ["garbage.jsonl", false, "L5"]
+    ])
+    assert.match(r.stderr, /skipping/)
+  })
 })

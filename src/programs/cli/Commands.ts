@@ -216,10 +216,28 @@ const verifyCommand = Command.make("verify", { json, store, session, file }, (o)
           const { store: s } = yield* openStore(spec, { mustExist: true })
           if (s === undefined) return yield* new UsageError({ detail: `no store at ${o.store}` })
           const headers = yield* s.list()
-          const bar = progress("verify", headers.length)
+          // JSONL: also the session files whose header cannot be read (`list` skips them)
+          const listed = new Set(headers.map((h) => `${encodeSessionId(h.id)}.jsonl`))
+          const unlisted = spec.kind === "jsonl"
+            ? (yield* (yield* FileSystem.FileSystem).readDirectory(spec.root)).filter((name) =>
+              name.endsWith(".jsonl") && !name.startsWith(".") && !listed.has(name)
+            ).sort()
+            : []
+          const bar = progress("verify", headers.length + unlisted.length)
           const reports: Array<VerifyReport & { id: string }> = []
           for (const h of headers) {
             reports.push({ id: h.id, ...(yield* verifySession(h.id).pipe(Effect.provideService(SessionStore, s))) })
+            yield* bar.tick(reports.length)
+          }
+          for (const name of unlisted) {
+            const path = (yield* Path.Path).join(spec.kind === "jsonl" ? spec.root : "", name)
+            const report = yield* readJsonlFile(path).pipe(
+              Effect.matchEffect({
+                onFailure: (e) => Effect.succeed({ ok: false as const, error: errorDocument(e).error }),
+                onSuccess: verifyLoaded
+              })
+            )
+            reports.push({ id: name, ...report })
             yield* bar.tick(reports.length)
           }
           yield* bar.done

@@ -6,15 +6,21 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
 import { cli, exitState } from "./Commands.js"
+
+// logs (e.g. a skipped unreadable file) go to stderr: stdout carries the one JSON document
+const logToStderr = Logger.replace(Logger.defaultLogger, Logger.prettyLogger({ stderr: true }))
 
 const program = cli(process.argv).pipe(
   // argument errors were already printed by @effect/cli
   Effect.catchAll(() => Effect.sync(() => void (exitState.code = 2))),
-  Effect.provide(NodeContext.layer)
+  Effect.provide(Layer.merge(NodeContext.layer, logToStderr))
 )
 
 NodeRuntime.runMain(program, {
   disableErrorReporting: false,
+  disablePrettyLogger: true,
   teardown: (exit, onExit) => onExit(Exit.isSuccess(exit) ? exitState.code : 2)
 })
