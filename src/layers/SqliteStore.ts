@@ -160,6 +160,28 @@ const eventColumns = (sessionId: string, e: Event) => ({
   ignorable: e.ignorable === true ? 1 : null
 })
 
+const SELECT_NEXT_SEQ = "SELECT next_seq FROM sessions WHERE id = ?"
+const UPDATE_NEXT_SEQ = "UPDATE sessions SET next_seq = ?, revision = revision + 1 WHERE id = ?"
+const EVENT_COLUMNS = "session_id, seq, type, time, data, source_event_seqs, surface_op, ignorable"
+
+/** `INSERT INTO events (...) VALUES (?, ...), ...` for `rows` rows: static text, every value bound. */
+const insertEventsSql = (rows: number): string =>
+  `INSERT INTO events (${EVENT_COLUMNS}) VALUES ${Array.from({ length: rows }, () => "(?, ?, ?, ?, ?, ?, ?, ?)").join(", ")}`
+
+/** Insert a batch with one multi-row INSERT per chunk of ROWS_PER_INSERT rows. */
+const insertEventRows = (conn: Connection, sessionId: string, events: ReadonlyArray<Event>) =>
+  Effect.gen(function*() {
+    for (let start = 0; start < events.length; start += ROWS_PER_INSERT) {
+      const chunk = events.slice(start, start + ROWS_PER_INSERT)
+      const params: Array<unknown> = []
+      for (const e of chunk) {
+        const c = eventColumns(sessionId, e)
+        params.push(c.session_id, c.seq, c.type, c.time, c.data, c.source_event_seqs, c.surface_op, c.ignorable)
+      }
+      yield* conn.execute(insertEventsSql(chunk.length), params, undefined)
+    }
+  })
+
 /** The header as stored in a `sessions` row (NULL = absent). */
 const headerFromRow = (r: SessionRow): Record<string, unknown> => {
   const h: Record<string, unknown> = { version: r.version, id: r.id, createdAt: r.created_at }
@@ -316,7 +338,7 @@ const failures = (method: string, location: string) =>
 export const transactionOn = <A, E>(
   sql: SqlClient.SqlClient,
   write: boolean,
-  body: Effect.Effect<A, E | SqlError>,
+  body: Effect.Effect<A, E | SqlError, SqlClient.TransactionConnection>,
   afterCommit?: (a: A) => void
 ): Effect.Effect<A, E | SqlError> =>
   Effect.uninterruptibleMask((restore) =>
@@ -480,7 +502,11 @@ export const makeSqliteStore = (
     const location = options.filename
     const batchOptions = options.maxEventBytes === undefined ? {} : { maxEventBytes: options.maxEventBytes }
     const sql = yield* openDatabase(options)
-    const transaction = <A, E>(write: boolean, body: Effect.Effect<A, E | SqlError>, afterCommit?: (a: A) => void) =>
+    const transaction = <A, E>(
+      write: boolean,
+      body: Effect.Effect<A, E | SqlError, SqlClient.TransactionConnection>,
+      afterCommit?: (a: A) => void
+    ) =>
       transactionOn(sql, write, body, afterCommit)
 
     // --- queries -----------------------------------------------------------------------------
@@ -539,16 +565,6 @@ export const makeSqliteStore = (
           revision: 0
         })
       }`
-
-    /** Insert all rows with one multi-row INSERT per chunk; empty batches issue nothing. */
-    const insertEvents = (id: string, events: ReadonlyArray<Event>) =>
-      Effect.gen(function*() {
-        for (let start = 0; start < events.length; start += ROWS_PER_INSERT) {
-          const rows = events.slice(start, start + ROWS_PER_INSERT).map((e) => eventColumns(id, e))
-          if (rows.length === 0) continue
-          yield* sql`INSERT INTO events ${sql.insert(rows)}`
-        }
-      })
 
     const notFound = (id: string) => new SessionNotFound({ rule: "L11", sessionId: id })
 
@@ -668,7 +684,13 @@ export const makeSqliteStore = (
         }
         let materialised = false
         const body = Effect.gen(function*() {
-          const current = yield* findNextSeq(id)
+          // hot path: static SQL text with bound parameters straight on the transaction's
+          // connection (the template compiler and its span cost ~100x the statement itself)
+          const [conn] = yield* SqlClient.TransactionConnection
+          const found = yield* conn.execute(SELECT_NEXT_SEQ, [id], undefined)
+          const current = found.length === 0
+            ? Option.none<{ next_seq: number }>()
+            : Option.some(found[0] as { next_seq: number })
           const pending = registered.get(id)
           let storedSeq: number
           if (Option.isNone(current)) {
@@ -692,11 +714,10 @@ export const makeSqliteStore = (
             storedSeq = current.value.next_seq
           }
           if (expectedSeq !== storedSeq) return yield* conflict(id, expectedSeq, storedSeq)
-          yield* insertEvents(id, batch).pipe(
+          yield* insertEventRows(conn, id, batch).pipe(
             Effect.catchIf((e) => isPrimaryKeyViolation(e), () => conflict(id, expectedSeq, expectedSeq - 1))
           )
-          yield* sql`UPDATE sessions SET next_seq = ${expectedSeq + batch.length}, revision = revision + 1
-                     WHERE id = ${id}`
+          yield* conn.execute(UPDATE_NEXT_SEQ, [expectedSeq + batch.length, id], undefined)
         })
         yield* transaction(true, body, () => {
           if (materialised) registered.delete(id)
@@ -830,7 +851,8 @@ export const makeSqliteStore = (
                        next_seq = ${checked.events.length},
                        revision = revision + 1
                      WHERE id = ${id}`
-          yield* insertEvents(id, checked.events)
+          const [conn] = yield* SqlClient.TransactionConnection
+          yield* insertEventRows(conn, id, checked.events)
         })
         yield* transaction(true, body).pipe(failures("replaceLog", location))
       })
