@@ -16,6 +16,7 @@ import * as Random from "effect/Random"
 import {
   AppendConflict,
   FormatUnsupported,
+  NotLosslessJson,
   SessionExists,
   SessionHeaderInvalid,
   SessionNotFound,
@@ -172,7 +173,14 @@ interface Scanned {
 
 type ParsedLine =
   | { readonly _tag: "Unparsable" }
-  | { readonly _tag: "Parsed"; readonly value: unknown; readonly lossless: boolean; readonly detail?: string }
+  | {
+    readonly _tag: "Parsed"
+    readonly value: unknown
+    readonly lossless: boolean
+    readonly detail?: string
+    /** the lossless violation (A4/A5 after a parse), relative to the record */
+    readonly violation?: { readonly rule: string; readonly path: string; readonly detail: string }
+  }
 
 const decodeUtf8 = (bytes: Uint8Array): string | undefined => {
   try {
@@ -194,7 +202,13 @@ const parseLine = (text: string): ParsedLine => {
   } catch {
     return { _tag: "Unparsable" }
   }
-  return { _tag: "Parsed", value: raw, lossless: false, detail: `${r.rule} at "${r.path}": ${r.detail}` }
+  return {
+    _tag: "Parsed",
+    value: raw,
+    lossless: false,
+    detail: `${r.rule} at "${r.path}": ${r.detail}`,
+    violation: { rule: r.rule, path: r.path, detail: r.detail }
+  }
 }
 
 /** Reorder a stored record's envelope keys (§1.1) when it is a complete, closed envelope. */
@@ -305,13 +319,14 @@ class Scanner {
     this.pieceBytes += bytes.length
   }
 
-  private corrupt(rule: string, line: number, detail: string, seq?: number): StoreCorrupt {
+  private corrupt(rule: string, line: number, detail: string, seq?: number, cause?: unknown): StoreCorrupt {
     return new StoreCorrupt({
       rule,
       location: this.opts.location,
       line,
       detail,
-      ...(seq === undefined ? {} : { seq })
+      ...(seq === undefined ? {} : { seq }),
+      ...(cause === undefined ? {} : { cause })
     })
   }
 
@@ -365,8 +380,10 @@ class Scanner {
     }
     if (!p.lossless) {
       // L9: a committed-looking record that fails the lossless walk
+      // the cause is the rule error itself, so readers (verify) report A4/A5 with its path
+      const cause = p.violation === undefined ? undefined : new NotLosslessJson({ ...p.violation, seq: this.nextSeq })
       return this.fail(
-        this.corrupt("L9", lineNo, `stored event is not lossless JSON (${p.detail ?? ""})`, this.nextSeq)
+        this.corrupt("L9", lineNo, `stored event is not lossless JSON (${p.detail ?? ""})`, this.nextSeq, cause)
       )
     }
     const packed = isPackedRowTag(value.type)
@@ -396,14 +413,15 @@ class Scanner {
     const value = p.value
     // K5: JSON, but not an object
     if (!isRecord(value)) return this.fail(this.corrupt("K5", 1, "header line is not a JSON object"))
-    // K4 before any header-shape check; K6: a non-string id is named stringified
+    // K4: checked before any header-shape check; the refusal is K1 (newer) or K2 (older), and a
+    // non-string id is named stringified (K6)
     const version = value.version
     if (typeof version === "number" && version !== 0 && version !== 1) {
       const id = value.id
       const named = id === undefined ? undefined : typeof id === "string" ? id : (JSON.stringify(id) ?? String(id))
       return this.fail(
         new FormatUnsupported({
-          rule: id === undefined || typeof id === "string" ? "K4" : "K6",
+          rule: version > 1 ? "K1" : "K2",
           found: version,
           supported: 1,
           direction: version > 1 ? "newer" : "older",

@@ -21,6 +21,7 @@ import type * as Scope from "effect/Scope"
 import {
   AppendConflict,
   FormatUnsupported,
+  NotLosslessJson,
   SessionExists,
   SessionHeaderInvalid,
   SessionNotFound,
@@ -223,7 +224,9 @@ const rowToEvent = (row: EventRow, expectedSeq: number, location: string): RowVe
           rule: "L9",
           seq: row.seq,
           location,
-          detail: `column ${key} is not lossless JSON (${parsed.rule} at "${parsed.path}": ${parsed.detail})`
+          detail: `column ${key} is not lossless JSON (${parsed.rule} at "${parsed.path}": ${parsed.detail})`,
+          // the rule error itself, with its path relative to the event record
+          cause: new NotLosslessJson({ rule: parsed.rule, seq: row.seq, path: `/${key}${parsed.path}`, detail: parsed.detail })
         })
       }
     }

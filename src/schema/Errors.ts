@@ -142,10 +142,11 @@ export class FormatUnsupported extends Schema.TaggedError<FormatUnsupported>()("
   location: Schema.optional(Schema.String)
 }) {
   override get message(): string {
+    const session = this.sessionId === undefined ? "" : ` of session "${this.sessionId}"`
     const where = this.location === undefined ? "" : ` (${this.location})`
     return this.direction === "newer"
-      ? `[${this.rule}] session format version ${String(this.found)} was written by a newer build; this build reads version ${this.supported}: upgrade to read it${where}`
-      : `[${this.rule}] session format version ${String(this.found)} is older than supported (${this.supported}) and has no upgrade path${where}`
+      ? `[${this.rule}] session format version ${String(this.found)}${session} was written by a newer build; this build reads version ${this.supported}: upgrade to read it${where}`
+      : `[${this.rule}] session format version ${String(this.found)}${session} is older than supported (${this.supported}) and has no upgrade path${where}`
   }
 }
 

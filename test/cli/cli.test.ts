@@ -124,15 +124,28 @@ describe.concurrent("session-log on .jsonl files", () => {
     assert.match(doc.error.message, /surfaceOp/)
   })
 
-  it("verify: a newer format is unreadable (FormatUnsupported K4), exit 2; a missing file exit 2", async () => {
+  it("verify: a newer format is unreadable (FormatUnsupported K1, checked first as K4), exit 2; a missing file exit 2", async () => {
     const file = write("newer.jsonl", line({ type: "session", version: 7, id: "n", createdAt: 1 }) + "\nnot json at all\n")
     const r = await cli(["verify", "--json", file], dir)
     assert.strictEqual(r.code, 2)
     assert.strictEqual(json(r).error._tag, "FormatUnsupported")
-    assert.strictEqual(json(r).error.rule, "K4") // the JSONL first-line check (K4) fires before the header shape
+    assert.strictEqual(json(r).error.rule, "K1") // refused by the JSONL first-line check (K4) before the header shape
     const missing = await cli(["verify", "--json", path.join(dir, "nope.jsonl")], dir)
     assert.strictEqual(missing.code, 2)
     assert.strictEqual(json(missing).ok, false)
+  })
+
+  it("verify: A4/A5 values in a stored line are reported as NotLosslessJson with the JSON pointer (L9 unwrapped)", async () => {
+    const file = write("neg0.jsonl", header("n0") + "\n" + ev(0, "turn/start", { turn: 1 }) + "\n" +
+      `{"type":"todo/write","seq":1,"time":11,"data":{"todos":[],"n":-0}}\n` + ev(2, "turn/end", { turn: 1, reason: { kind: "completed" } }) + "\n")
+    const r = await cli(["verify", "--json", file], dir)
+    assert.strictEqual(r.code, 1)
+    assert.deepStrictEqual({ ...json(r).error, message: undefined }, { _tag: "NotLosslessJson", rule: "A5", seq: 1, message: undefined })
+    assert.match(json(r).error.message, /\/data\/n/)
+    const inf = write("inf.jsonl", header("inf") + "\n" + `{"type":"todo/write","seq":0,"time":1e400,"data":{"todos":[]}}\n`)
+    const i = await cli(["verify", "--json", inf], dir)
+    assert.strictEqual(json(i).error.rule, "A4")
+    assert.strictEqual(json(i).error.seq, 0)
   })
 
   it("verify: a corrupt committed region is StoreCorrupt L2, exit 1; a torn tail is not counted", async () => {

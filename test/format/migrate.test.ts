@@ -192,7 +192,7 @@ describe("migrate (§8.2)", () => {
       })).pipe(withStore)
     }).pipe(provide))
 
-  it.scoped("migrateSession: an unknown id is reported failed (L11); a newer version is reported failed (K4) and untouched", () =>
+  it.scoped("migrateSession: an unknown id is reported failed (L11); a newer version is reported failed (K1) and untouched", () =>
     Effect.gen(function*() {
       const j = yield* jsonlWith([])
       const withStore = Effect.provideService(SessionStore, j.store)
@@ -201,7 +201,7 @@ describe("migrate (§8.2)", () => {
       const text = `{"type":"session","version":2,"id":"newer","createdAt":1}\n{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}\n`
       yield* j.fs.writeFileString(j.fileOf("newer"), text)
       const newer = yield* migrateSession("newer").pipe(withStore)
-      assert.deepStrictEqual([newer.status, newer.error?._tag, newer.error?.rule], ["failed", "FormatUnsupported", "K4"])
+      assert.deepStrictEqual([newer.status, newer.error?._tag, newer.error?.rule], ["failed", "FormatUnsupported", "K1"])
       assert.strictEqual(yield* j.read(j.fileOf("newer")), text)
     }).pipe(provide))
 
@@ -210,7 +210,7 @@ describe("migrate (§8.2)", () => {
       const j = yield* jsonlWith([])
       yield* j.fs.writeFileString(j.fileOf("frac"), `{"type":"session","version":0.5,"id":"frac","bogus":true}\n`)
       const e = yield* Effect.flip(j.store.load("frac"))
-      assertError(e, { _tag: "FormatUnsupported", rule: "K4", direction: "older", found: 0.5 })
+      assertError(e, { _tag: "FormatUnsupported", rule: "K2", direction: "older", found: 0.5 })
       const viaOpen = yield* Effect.flip(Effect.scoped(Session.open("frac")).pipe(Effect.provideService(SessionStore, j.store)))
       assert.strictEqual(viaOpen._tag, "FormatUnsupported")
     }).pipe(provide))

@@ -170,13 +170,13 @@ describe("JsonlStore header rules", () => {
       }).pipe(provide))
   }
 
-  it.scoped("K4: version 7 with an alien rest is FormatUnsupported (newer) before any shape check", () =>
+  it.scoped("K4: version 7 with an alien rest is refused as K1 (newer) before any shape check; -1 as K2", () =>
     Effect.gen(function*() {
       const content = line({ version: 7, id: "h", type: "alien", frobs: [1, 2, 3] }) + "%%% alien body %%%\n\u0000"
       const { fileOf, store } = yield* stored("h", content)
       const err = yield* Effect.flip(store.load("h"))
       assert.strictEqual(err._tag, "FormatUnsupported")
-      assert.strictEqual(rule(err), "K4")
+      assert.strictEqual(rule(err), "K1")
       assert.strictEqual((err as { direction?: string }).direction, "newer")
       assert.strictEqual((err as { found?: unknown }).found, 7)
       assert.strictEqual((err as { location?: string }).location, fileOf("h"))
@@ -187,6 +187,7 @@ describe("JsonlStore header rules", () => {
       const { store: s3 } = yield* stored("h", line({ type: "session", version: -1, id: "h", createdAt: 0 }))
       const older = yield* Effect.flip(s3.load("h"))
       assert.strictEqual((older as { direction?: string }).direction, "older")
+      assert.strictEqual(rule(older), "K2")
     }).pipe(provide))
 
   it.scoped("K6: a K4 refusal of a header whose id is not a string names the stringified id", () =>
@@ -195,6 +196,7 @@ describe("JsonlStore header rules", () => {
       const err = yield* Effect.flip(store.load("h"))
       assert.strictEqual(err._tag, "FormatUnsupported")
       assert.strictEqual((err as { sessionId?: string }).sessionId, "42")
+      assert.match(err.message, /"42"/)
     }).pipe(provide))
 
   it.scoped("K3 input: a version-0 header loads with storedVersion 0 (upgraded later by the pipeline)", () =>
