@@ -348,14 +348,14 @@ export const transactionOn = <A, E>(
     Effect.scoped(Effect.gen(function*() {
       // waiting for this process's connection stays interruptible; the transaction does not
       const conn: Connection = yield* restore(sql.reserve)
-      yield* conn.executeUnprepared(write ? "BEGIN IMMEDIATE" : "BEGIN", [], undefined)
+      yield* conn.execute(write ? "BEGIN IMMEDIATE" : "BEGIN", [], undefined)
       const exit = yield* Effect.exit(Effect.provideService(body, SqlClient.TransactionConnection, [conn, 0] as const))
-      const rollback = Effect.ignore(conn.executeUnprepared("ROLLBACK", [], undefined))
+      const rollback = Effect.ignore(conn.execute("ROLLBACK", [], undefined))
       if (Exit.isFailure(exit)) {
         yield* rollback
         return yield* Effect.failCause(exit.cause)
       }
-      const committed = yield* Effect.exit(conn.executeUnprepared("COMMIT", [], undefined))
+      const committed = yield* Effect.exit(conn.execute("COMMIT", [], undefined))
       if (Exit.isFailure(committed)) {
         yield* rollback
         return yield* Effect.failCause(committed.cause)
