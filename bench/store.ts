@@ -30,6 +30,7 @@ const PER_APPEND = Number(process.env.BENCH_PER_APPEND ?? 1_000)
 const BATCHED = Number(process.env.BENCH_BATCHED ?? 20_000)
 const RESUME = Number(process.env.BENCH_RESUME ?? 100_000)
 const BATCH = 100
+const RUNS = Number(process.env.BENCH_RUNS ?? 3)
 
 type Backend = "sqlite" | "jsonl"
 
@@ -172,7 +173,7 @@ interface Row {
 
 const fmt = (n: number, d = 0) => n.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d })
 
-const main = async () => {
+const measure = async (): Promise<Array<Row>> => {
   const rows: Array<Row> = []
   const perAppendEvents = await eventsFor(PER_APPEND)
   const batchedEvents = await eventsFor(BATCHED)
@@ -217,7 +218,21 @@ const main = async () => {
       rows.push({ backend, phase: "resume (open + derive)", events: raw.rows, ms, rawMs: raw.ms, higherIsBetter: false, target: "<= 2x" })
     }
   }
-  console.log(`effect-session-log store bench, node ${process.version}, ${os.cpus().length} cores, tmp ${tmp}`)
+  return rows
+}
+
+const median = (xs: ReadonlyArray<number>): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+
+const main = async () => {
+  const runs: Array<Array<Row>> = []
+  for (let r = 0; r < RUNS; r++) runs.push(await measure())
+  // the median of each row's times over the runs (disk and scheduler noise is large here)
+  const rows: Array<Row> = runs[0].map((row, i) => ({
+    ...row,
+    ms: median(runs.map((run) => run[i].ms)),
+    rawMs: median(runs.map((run) => run[i].rawMs))
+  }))
+  console.log(`effect-session-log store bench, node ${process.version}, ${os.cpus().length} cores, median of ${RUNS} runs`)
   console.log("")
   const header = ["backend", "phase", "events", "ms", "events/s", "raw ms", "raw events/s", "ratio", "target"]
   const body = rows.map((r) => {
