@@ -4,7 +4,6 @@
  * source of truth for the vocabulary.
  */
 import * as Schema from "effect/Schema"
-import type { Json } from "./Json.js"
 import { AssistantMessage, ContentBlock, TokenUsage, ToolResultMessage, UserMessage } from "./Messages.js"
 import { HeaderReason, RequestContext, RequestHeader } from "./RequestHeader.js"
 
@@ -182,6 +181,3 @@ export interface AppendOptions {
   readonly sourceEventSeqs?: unknown
   readonly ignorable?: unknown
 }
-
-/** The JSON value of an event (for the encoder). */
-export const eventAsJson = (e: Event): Json => e as unknown as Json

@@ -11,10 +11,3 @@ export type SessionId = typeof SessionId.Type
 /** A log position. */
 export const Seq = Schema.Int.pipe(Schema.nonNegative(), Schema.brand("Seq"))
 export type Seq = typeof Seq.Type
-
-/** Brands a string already checked to be a non-empty id. */
-export const sessionId = (id: string): SessionId => id as SessionId
-
-/** True for a non-negative safe integer. */
-export const isSeqLike = (n: unknown): n is number =>
-  typeof n === "number" && Number.isSafeInteger(n) && n >= 0 && !Object.is(n, -0)
