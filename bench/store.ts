@@ -13,10 +13,12 @@ import Database from "better-sqlite3"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
+import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
 import { performance } from "node:perf_hooks"
+import { fileURLToPath } from "node:url"
 import { layerJsonlStore } from "../src/layers/JsonlStore.js"
 import { layerSqliteStore } from "../src/layers/SqliteStore.js"
 import { encodeEvent } from "../src/schema/EventCodec.js"
@@ -50,7 +52,9 @@ const storeLayer = (backend: Backend, location: string): Layer.Layer<SessionStor
 const run = <A, E>(effect: Effect.Effect<A, E, SessionStore | Scope.Scope>, backend: Backend, location: string) =>
   Effect.runPromise(Effect.scoped(effect).pipe(Effect.provide(storeLayer(backend, location))))
 
-const workload = buildWorkload(Math.max(PER_APPEND, BATCHED, RESUME))
+/** Built on first use (the resume child process never needs it). */
+let workloadCache: ReturnType<typeof buildWorkload> | undefined
+const workload = () => (workloadCache ??= buildWorkload(Math.max(PER_APPEND, BATCHED, RESUME)))
 
 /** Append the workload's first `n` payloads through a session (durable or batched, flushing every BATCH). */
 const appendThroughSession = (n: number, batched: boolean, timing?: { ms: number }) =>
@@ -61,7 +65,7 @@ const appendThroughSession = (n: number, batched: boolean, timing?: { ms: number
     })
     const t0 = performance.now()
     for (let i = 0; i < n; i++) {
-      const p = workload[i]
+      const p = workload()[i]
       yield* s.appendUnknown(p.type, p.data, p.opts)
       if (batched && (i + 1) % BATCH === 0) yield* s.flush
     }
@@ -173,49 +177,100 @@ interface Row {
 
 const fmt = (n: number, d = 0) => n.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d })
 
-const measure = async (): Promise<Array<Row>> => {
+/** Ours and the raw baseline back to back, in alternating order from run to run (disk drift hits both). */
+const pair = async (rawFirst: boolean, ours: () => Promise<number>, raw: () => number) => {
+  if (rawFirst) {
+    const rawMs = raw()
+    return { ms: await ours(), rawMs }
+  }
+  const ms = await ours()
+  return { ms, rawMs: raw() }
+}
+
+/**
+ * The resume measurement runs in a fresh child process (a resume is what a process does when it
+ * starts on an existing session; the bench process's own heap of workloads would otherwise tax
+ * every garbage collection of the phase): one untimed warm-up of each, then `RESUME_PAIRS`
+ * alternating pairs of (raw read + parse, Session.open + messages); the child prints the medians.
+ */
+const RESUME_PAIRS = 3
+
+const resumeChild = async (backend: Backend, location: string) => {
+  const ours = async () => {
+    const timing = { ms: 0 }
+    await run(
+      Effect.gen(function*() {
+        const t0 = performance.now()
+        const s = yield* Session.open("bench")
+        yield* s.messages
+        timing.ms = performance.now() - t0
+      }),
+      backend,
+      location
+    )
+    return timing.ms
+  }
+  const raws: Array<number> = []
+  const oursMs: Array<number> = []
+  let rows = 0
+  rawResume(backend, location)
+  await ours()
+  for (let i = 0; i < RESUME_PAIRS; i++) {
+    const p = await pair(i % 2 === 1, ours, () => {
+      const r = rawResume(backend, location)
+      rows = r.rows
+      return r.ms
+    })
+    raws.push(p.rawMs)
+    oursMs.push(p.ms)
+  }
+  process.stdout.write(JSON.stringify({ ms: median(oursMs), rawMs: median(raws), rows }))
+}
+
+const resumeInChild = (backend: Backend, location: string): { ms: number; rawMs: number; rows: number } => {
+  const child = spawnSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), "--resume-child", backend, location], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+    maxBuffer: 1 << 20
+  })
+  if (child.status !== 0) throw new Error(`resume child failed with status ${child.status}`)
+  return JSON.parse(child.stdout) as { ms: number; rawMs: number; rows: number }
+}
+
+const measure = async (runIndex: number): Promise<Array<Row>> => {
   const rows: Array<Row> = []
+  const rawFirst = runIndex % 2 === 1
   const perAppendEvents = await eventsFor(PER_APPEND)
   const batchedEvents = await eventsFor(BATCHED)
   for (const backend of ["sqlite", "jsonl"] as const) {
+    const rawAppend = (events: ReadonlyArray<Event>, batch: number) => () =>
+      backend === "sqlite" ? rawSqlite(events, batch) : rawJsonl(events, batch)
+    const timed = (effect: (timing: { ms: number }) => Effect.Effect<unknown, unknown, SessionStore | Scope.Scope>) =>
+    async () => {
+      const timing = { ms: 0 }
+      await run(effect(timing), backend, fresh(backend))
+      return timing.ms
+    }
     // (a) durable per-append: one SessionStore.append per event, and the same through Session.append
     {
-      const timing = { ms: 0 }
-      await run(appendThroughStore(perAppendEvents, 1, timing), backend, fresh(backend))
-      const rawMs = backend === "sqlite" ? rawSqlite(perAppendEvents, 1) : rawJsonl(perAppendEvents, 1)
-      rows.push({ backend, phase: "durable per-append (store)", events: PER_APPEND, ms: timing.ms, rawMs, higherIsBetter: true, target: ">= 0.75" })
-      const viaSession = { ms: 0 }
-      await run(appendThroughSession(PER_APPEND, false, viaSession), backend, fresh(backend))
-      rows.push({ backend, phase: "durable per-append (Session)", events: PER_APPEND, ms: viaSession.ms, rawMs, higherIsBetter: true, target: "" })
+      const store = await pair(rawFirst, timed((t) => appendThroughStore(perAppendEvents, 1, t)), rawAppend(perAppendEvents, 1))
+      rows.push({ backend, phase: "durable per-append (store)", events: PER_APPEND, ...store, higherIsBetter: true, target: ">= 0.75" })
+      const session = await pair(rawFirst, timed((t) => appendThroughSession(PER_APPEND, false, t)), rawAppend(perAppendEvents, 1))
+      rows.push({ backend, phase: "durable per-append (Session)", events: PER_APPEND, ...session, higherIsBetter: true, target: "" })
     }
     // (b) batches of 100: SessionStore.append of 100 events, and a batched Session flushed every 100
     {
-      const timing = { ms: 0 }
-      await run(appendThroughStore(batchedEvents, BATCH, timing), backend, fresh(backend))
-      const rawMs = backend === "sqlite" ? rawSqlite(batchedEvents, BATCH) : rawJsonl(batchedEvents, BATCH)
-      rows.push({ backend, phase: `batched append ${BATCH}/batch (store)`, events: BATCHED, ms: timing.ms, rawMs, higherIsBetter: true, target: ">= 0.6" })
-      const viaSession = { ms: 0 }
-      await run(appendThroughSession(BATCHED, true, viaSession), backend, fresh(backend))
-      rows.push({ backend, phase: `batched append ${BATCH}/batch (Session)`, events: BATCHED, ms: viaSession.ms, rawMs, higherIsBetter: true, target: "" })
+      const store = await pair(rawFirst, timed((t) => appendThroughStore(batchedEvents, BATCH, t)), rawAppend(batchedEvents, BATCH))
+      rows.push({ backend, phase: `batched append ${BATCH}/batch (store)`, events: BATCHED, ...store, higherIsBetter: true, target: ">= 0.6" })
+      const session = await pair(rawFirst, timed((t) => appendThroughSession(BATCHED, true, t)), rawAppend(batchedEvents, BATCH))
+      rows.push({ backend, phase: `batched append ${BATCH}/batch (Session)`, events: BATCHED, ...session, higherIsBetter: true, target: "" })
     }
-    // (c) resume of a RESUME-event session
+    // (c) resume of a RESUME-event session, measured in a fresh child process
     {
       const loc = fresh(backend)
       await run(appendThroughSession(RESUME, true), backend, loc)
-      const timing = { ms: 0 }
-      await run(
-        Effect.gen(function*() {
-          const t0 = performance.now()
-          const s = yield* Session.open("bench")
-          yield* s.messages
-          timing.ms = performance.now() - t0
-        }),
-        backend,
-        loc
-      )
-      const ms = timing.ms
-      const raw = rawResume(backend, loc)
-      rows.push({ backend, phase: "resume (open + derive)", events: raw.rows, ms, rawMs: raw.ms, higherIsBetter: false, target: "<= 2x" })
+      const r = resumeInChild(backend, loc)
+      rows.push({ backend, phase: "resume (open + derive)", events: r.rows, ms: r.ms, rawMs: r.rawMs, higherIsBetter: false, target: "<= 2x" })
     }
   }
   return rows
@@ -223,40 +278,46 @@ const measure = async (): Promise<Array<Row>> => {
 
 const median = (xs: ReadonlyArray<number>): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 
+const ratioOf = (r: Row) => r.higherIsBetter ? r.rawMs / r.ms : r.ms / r.rawMs
+
 const main = async () => {
   const runs: Array<Array<Row>> = []
-  for (let r = 0; r < RUNS; r++) runs.push(await measure())
-  // the median of each row's times over the runs (disk and scheduler noise is large here)
-  const rows: Array<Row> = runs[0].map((row, i) => ({
+  for (let r = 0; r < RUNS; r++) runs.push(await measure(r))
+  // medians over the runs (disk and scheduler noise is large here); the ratio is the median of
+  // the per-run ratios, each taken between two measurements made back to back
+  const rows = runs[0].map((row, i) => ({
     ...row,
     ms: median(runs.map((run) => run[i].ms)),
-    rawMs: median(runs.map((run) => run[i].rawMs))
+    rawMs: median(runs.map((run) => run[i].rawMs)),
+    ratio: median(runs.map((run) => ratioOf(run[i])))
   }))
   console.log(`effect-session-log store bench, node ${process.version}, ${os.cpus().length} cores, median of ${RUNS} runs`)
   console.log("")
   const header = ["backend", "phase", "events", "ms", "events/s", "raw ms", "raw events/s", "ratio", "target"]
-  const body = rows.map((r) => {
-    const ratio = r.higherIsBetter ? r.rawMs / r.ms : r.ms / r.rawMs
-    return [
-      r.backend,
-      r.phase,
-      fmt(r.events),
-      fmt(r.ms, 1),
-      fmt(r.events / (r.ms / 1000)),
-      fmt(r.rawMs, 1),
-      fmt(r.events / (r.rawMs / 1000)),
-      r.higherIsBetter ? `${fmt(ratio, 2)}x` : `${fmt(ratio, 2)}x time`,
-      r.target
-    ]
-  })
+  const body = rows.map((r) => [
+    r.backend,
+    r.phase,
+    fmt(r.events),
+    fmt(r.ms, 1),
+    fmt(r.events / (r.ms / 1000)),
+    fmt(r.rawMs, 1),
+    fmt(r.events / (r.rawMs / 1000)),
+    r.higherIsBetter ? `${fmt(r.ratio, 2)}x` : `${fmt(r.ratio, 2)}x time`,
+    r.target
+  ])
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)))
   for (const line of [header, ...body]) console.log(line.map((c, i) => c.padEnd(widths[i])).join("  "))
   console.log("")
-  console.log("ratio: raw time / our time for appends (1.00x = as fast as the raw baseline); our time / raw time for resume")
+  console.log("ratio: raw time / our time for appends (1.00x = as fast as the raw baseline); our time / raw time for resume;")
+  console.log("each ratio is the median over the runs of the ratio between two back-to-back measurements")
   fs.rmSync(tmp, { recursive: true, force: true })
 }
 
-main().catch((e) => {
+const argv = process.argv.slice(2)
+const entry = argv[0] === "--resume-child"
+  ? resumeChild(argv[1] as Backend, argv[2]).finally(() => fs.rmSync(tmp, { recursive: true, force: true }))
+  : main()
+entry.catch((e) => {
   console.error(e)
   process.exit(1)
 })
