@@ -5,10 +5,9 @@
  * rows (Appendix A, written with `packChunks`) and header rules (K4–K6, L5–L7, J15). Also the
  * direct file reader and the JSONL serialiser of exports.
  */
-import type { PlatformError } from "@effect/platform/Error"
+import type { PlatformError, SystemError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
-import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -43,6 +42,7 @@ import {
   readFromLoad,
   SessionStore,
   type SessionStoreShape,
+  type StoreAppendError,
   type TornTail
 } from "../services/SessionStore.js"
 import {
@@ -51,8 +51,12 @@ import {
   fsyncDirectory,
   isAlreadyExists,
   isNotFound,
-  isProcessAlive
+  type FileStat,
+  nodeSyncFileSystem,
+  type SyncFileSystem,
+  toSystemError
 } from "./JsonlFiles.js"
+import { acquireLock, type LockContext, tryLock, unlock, wallClock } from "./JsonlLock.js"
 
 /** Options of the JSONL store (SPEC §7.4). */
 export interface JsonlStoreOptions {
@@ -63,6 +67,11 @@ export interface JsonlStoreOptions {
   readonly maxEventBytes?: number
   /** Write runs of streamed delta chunks as packed rows (SPEC Appendix A); default false. */
   readonly packChunks?: boolean
+  /**
+   * The synchronous file calls of appends and lock files; default node:fs. The fault-injection
+   * seam of tests (write, fsync, truncate failures).
+   */
+  readonly syncFileSystem?: SyncFileSystem
 }
 
 const DEFAULT_LOCK_TIMEOUT_MS = 5_000
@@ -70,17 +79,18 @@ const DEFAULT_STALE_LOCK_MS = 30_000
 const READ_CHUNK = 65_536
 const READ_ATTEMPTS = 3
 const NEWLINE = 10
-
 /**
- * The lock file's `at` is compared across processes (S9), so lock timing uses wall-clock time
- * even when a test replaces the Clock service (a TestClock would also never end a lock wait).
+ * Batches of at least this many bytes are written through the platform FileSystem (async, in
+ * chunks) rather than by one synchronous write, so a large write does not hold the event loop.
  */
-const wallClock = Clock.make()
+const STREAMED_WRITE_BYTES = 256 * 1024
 
 type Rec = Record<string, unknown>
 const isRecord = (v: unknown): v is Rec => typeof v === "object" && v !== null && !Array.isArray(v)
 
 const encoder = new TextEncoder()
+/** UTF-8 bytes of a string (Buffer.from: several times faster than TextEncoder on large text). */
+const utf8 = (text: string): Uint8Array => Buffer.from(text, "utf8")
 const envelopeKeySet: ReadonlySet<string> = new Set(ENVELOPE_KEYS)
 
 // ---------------------------------------------------------------------------------------------
@@ -567,6 +577,41 @@ interface CachedState {
   readonly nextSeq: number
 }
 
+/** The stored state of §7.4.3 step 3 from the cache, or a miss (rescan) with the file's identity. */
+type StoredState =
+  | { readonly _tag: "Hit"; readonly ino: string; readonly size: number; readonly nextSeq: number }
+  | { readonly _tag: "Miss"; readonly ino: string; readonly size: number }
+
+/** The outcome of the synchronous append step. */
+type AppendStep =
+  | { readonly _tag: "Done" }
+  | { readonly _tag: "Held" }
+  | { readonly _tag: "Slow" }
+  | AppendConflict
+  | SessionNotFound
+  | StoreFailure
+
+const DONE: AppendStep = { _tag: "Done" }
+const HELD: AppendStep = { _tag: "Held" }
+const SLOW: AppendStep = { _tag: "Slow" }
+
+/** The serialised batch and its size in UTF-8 bytes. */
+interface Batch {
+  readonly text: string
+  readonly bytes: number
+}
+
+const toBatch = (lines: ReadonlyArray<string>): Batch => {
+  const text = batchText(lines)
+  return { text, bytes: Buffer.byteLength(text, "utf8") }
+}
+
+/** A failed write (S7) and, when it failed too, its rollback (S8). */
+interface WriteFailure {
+  readonly write: unknown
+  readonly rollback: unknown
+}
+
 /** Build a JSONL store over `options.root`. */
 export const makeJsonlStore = (
   options: JsonlStoreOptions
@@ -581,6 +626,7 @@ export const makeJsonlStore = (
     }
     const lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS
     const staleLockMs = options.staleLockMs ?? DEFAULT_STALE_LOCK_MS
+    const files = options.syncFileSystem ?? nodeSyncFileSystem
     const root = path.resolve(options.root)
     const host = currentHost()
     const provideFs = Effect.provideService(FileSystem.FileSystem, fs)
@@ -595,11 +641,20 @@ export const makeJsonlStore = (
     /** S8: appends fail until a `load` re-reads the session. */
     const suspect = new Set<string>()
     const semaphores = new Map<string, Effect.Semaphore>()
+    /** How many operations on an id hold or wait for its semaphore. */
+    const active = new Map<string, number>()
+    const paths = new Map<string, { readonly name: string; readonly file: string; readonly lock: string }>()
     let rootReady = false
 
     const fileOf = (id: string) => {
-      const name = encodeSessionId(id)
-      return { name, file: path.join(root, name + ".jsonl") }
+      let p = paths.get(id)
+      if (p === undefined) {
+        const name = encodeSessionId(id)
+        const file = path.join(root, name + ".jsonl")
+        p = { name, file, lock: file + ".lock" }
+        paths.set(id, p)
+      }
+      return p
     }
     const mapFs = (method: string) => <A, R>(effect: Effect.Effect<A, PlatformError, R>) =>
       Effect.mapError(effect, storeFailure(method))
@@ -612,6 +667,22 @@ export const makeJsonlStore = (
       }
       return s
     }
+    const enter = (id: string) => void active.set(id, (active.get(id) ?? 0) + 1)
+    const leave = (id: string) =>
+      Effect.sync(() => {
+        const n = (active.get(id) ?? 1) - 1
+        if (n === 0) active.delete(id)
+        else active.set(id, n)
+      })
+    /**
+     * Run `effect` holding the id's semaphore (SPEC §7.4.5: one operation per id at a time in a
+     * store instance), counted in `active` so that the synchronous append step knows it is alone.
+     */
+    const serialised = <A, E>(id: string, effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+      Effect.uninterruptibleMask((restore) => {
+        enter(id)
+        return Effect.ensuring(restore(semaphoreFor(id).withPermits(1)(effect)), leave(id))
+      })
     const statOption = (file: string) =>
       fs.stat(file).pipe(
         Effect.map(Option.some),
@@ -641,96 +712,50 @@ export const makeJsonlStore = (
       rootReady = true
     })
 
-    /** Write `parts` to a fresh temporary file (`wx`, 0600) next to the session file and fsync it. */
+    /**
+     * Write `parts` to a fresh temporary file (`wx`, 0600) next to the session file and fsync it;
+     * its path and identity (the inode a hard link or rename publishes).
+     */
     const writeTemp = (name: string, parts: ReadonlyArray<string>) =>
       Effect.gen(function*() {
         for (let attempt = 0;; attempt++) {
           const temp = path.join(root, `.${name}.${yield* randomHex}.tmp`)
           const created = yield* Effect.scoped(Effect.gen(function*() {
             const handle = yield* fs.open(temp, { flag: "wx", mode: 0o600 })
-            yield* Effect.onError(
-              Effect.zipRight(writeParts(handle, parts), handle.sync),
+            return yield* Effect.onError(
+              Effect.zipRight(Effect.zipRight(writeParts(handle, parts), handle.sync), handle.stat),
               () => Effect.ignore(fs.remove(temp))
             )
           })).pipe(
-            Effect.as(true),
-            Effect.catchIf((e) => isAlreadyExists(e) && attempt < 8, () => Effect.succeed(false))
+            Effect.map(Option.some),
+            Effect.catchIf((e) => isAlreadyExists(e) && attempt < 8, () => Effect.succeed(Option.none()))
           )
-          if (created) return temp
+          if (Option.isSome(created)) return { temp, ino: inoOf(created.value), size: Number(created.value.size) }
         }
       })
 
     // -- lock file (SPEC §7.4.5) ----------------------------------------------------------
 
-    const lockIsStale = (lock: string, now: number) =>
-      Effect.gen(function*() {
-        const content = yield* fs.readFileString(lock).pipe(
-          Effect.map(Option.some),
-          Effect.catchIf(isNotFound, () => Effect.succeed(Option.none<string>()))
-        )
-        // gone meanwhile: retry at once
-        if (Option.isNone(content)) return "gone" as const
-        let holder: unknown
-        try {
-          holder = JSON.parse(content.value)
-        } catch {
-          holder = undefined
-        }
-        if (
-          isRecord(holder) && typeof holder.pid === "number" && typeof holder.host === "string" &&
-          typeof holder.at === "number"
-        ) {
-          // S9: holder dead on this host, or older than staleLockMs
-          if (holder.host === host && !isProcessAlive(holder.pid)) return "stale" as const
-          return now - holder.at > staleLockMs ? "stale" as const : "held" as const
-        }
-        // unreadable content (a holder that died between create and write): judge by age
-        const info = yield* statOption(lock)
-        if (Option.isNone(info)) return "gone" as const
-        const mtime = Option.getOrElse(info.value.mtime, () => new Date(now))
-        return now - mtime.getTime() > staleLockMs ? "stale" as const : "held" as const
-      })
-
-    const acquireLock = (lock: string, method: string) =>
-      Effect.gen(function*() {
-        const start = yield* Clock.currentTimeMillis
-        let delay = 2
-        for (;;) {
-          const now = yield* Clock.currentTimeMillis
-          const content = JSON.stringify({ pid: currentPid(), host, at: now })
-          // the lock appears with its content already in it (written to a temporary name, then
-          // hard-linked without overwrite), so a crash can never leave an anonymous, empty lock
-          const temp = path.join(root, `.${path.basename(lock)}.${yield* randomHex}.tmp`)
-          yield* fs.writeFile(temp, encoder.encode(content), { flag: "wx", mode: 0o600 })
-          const created = yield* fs.link(temp, lock).pipe(
-            Effect.as(true),
-            Effect.catchIf(isAlreadyExists, () => Effect.succeed(false)),
-            Effect.ensuring(Effect.ignore(fs.remove(temp)))
-          )
-          if (created) return
-          const state = yield* lockIsStale(lock, now)
-          if (state === "gone") continue
-          if (state === "stale") {
-            yield* fs.remove(lock).pipe(Effect.catchIf(isNotFound, () => Effect.void))
-            yield* Effect.logDebug(`JsonlStore: removed a stale lock ${lock}`)
-            continue
-          }
-          if (now - start >= lockTimeoutMs) {
-            return yield* new StoreFailure({ rule: "S6", method, cause: "lock timeout", detail: lock })
-          }
-          yield* Effect.sleep(delay)
-          delay = Math.min(delay * 2, 50)
-        }
-      }).pipe(
-        Effect.catchTag("SystemError", "BadArgument", (e: PlatformError) => Effect.fail(storeFailure(method)(e))),
-        Effect.withClock(wallClock)
-      )
+    const lockContext: LockContext = {
+      root,
+      join: (dir, name) => path.join(dir, name),
+      files,
+      pid: currentPid(),
+      host,
+      staleLockMs,
+      lockTimeoutMs
+    }
 
     /** Run `body` holding the per-id semaphore and the session's lock file. */
     const underLock = <A, E>(id: string, method: string, body: Effect.Effect<A, E>) => {
-      const lock = fileOf(id).file + ".lock"
-      return semaphoreFor(id).withPermits(1)(
-        Effect.acquireUseRelease(acquireLock(lock, method), () => body, () => Effect.ignore(fs.remove(lock)))
+      const { lock } = fileOf(id)
+      return serialised(
+        id,
+        Effect.acquireUseRelease(
+          acquireLock(lockContext, lock, method),
+          () => body,
+          () => Effect.sync(() => unlock(lockContext, lock))
+        )
       )
     }
 
@@ -761,7 +786,7 @@ export const makeJsonlStore = (
       Effect.gen(function*() {
         const { file, name } = fileOf(id)
         yield* mapFs("append")(ensureRoot)
-        const temp = yield* mapFs("append")(writeTemp(name, [headerLine(header), batchText(lines)]))
+        const { ino, size, temp } = yield* mapFs("append")(writeTemp(name, [headerLine(header), batchText(lines)]))
         const linked = yield* fs.link(temp, file).pipe(
           Effect.as(true),
           Effect.catchIf(isAlreadyExists, () => Effect.succeed(false)),
@@ -774,85 +799,271 @@ export const makeJsonlStore = (
         }
         registered.delete(id)
         yield* provideFs(fsyncDirectory(root)).pipe(mapFs("append"))
+        // what was published, not a later stat (another writer may append once the name exists)
+        cache.set(id, { ino, size, nextSeq: events.length })
         yield* Effect.ignore(fs.remove(temp))
-        const info = yield* statOption(file).pipe(Effect.orElseSucceed(() => Option.none<FileSystem.File.Info>()))
-        if (Option.isSome(info)) {
-          cache.set(id, { ino: inoOf(info.value), size: Number(info.value.size), nextSeq: events.length })
-        }
       })
 
     // -- append onto an existing file (SPEC §7.4.3) -----------------------------------------
 
-    const appendExisting = (id: string, expectedSeq: number, count: number, text: string) =>
-      underLock(
-        id,
-        "append",
-        Effect.gen(function*() {
-          const { file } = fileOf(id)
-          const info = yield* statOption(file).pipe(mapFs("append"))
-          if (Option.isNone(info)) return yield* notFound(id)
-          const ino = inoOf(info.value)
-          const size = Number(info.value.size)
-          const cached = cache.get(id)
-          let storedSeq: number
-          if (cached !== undefined && cached.ino === ino && cached.size === size) {
-            storedSeq = cached.nextSeq
-          } else {
-            const scanned = yield* rescan(id, "append").pipe(Effect.mapError(asWriteError(file)))
-            if (scanned.result.tornTail !== undefined) {
-              // L1: never append onto a torn tail
-              return yield* new AppendConflict({
-                rule: "L1",
-                sessionId: id,
-                expectedSeq,
-                storedSeq: scanned.result.nextSeq,
-                detail: `the stored log has a torn tail at byte ${scanned.result.tornTail.position}; open the session to repair it`
-              })
-            }
-            storedSeq = scanned.result.nextSeq
-            if (scanned.ino !== ino || scanned.size !== size) {
-              // replaced between stat and scan despite the lock: retry later
-              cache.delete(id)
-              return yield* new StoreFailure({ method: "append", cause: "the file changed under the lock", detail: file })
-            }
+    /**
+     * Step 3 from this instance's cache, under the lock: the stored state when the cached
+     * `(ino, size)` matches the file, else a `Miss` carrying the file's identity (rescan needed).
+     */
+    const cachedState = (id: string, file: string): StoredState | SessionNotFound | StoreFailure => {
+      let info: ReturnType<SyncFileSystem["stat"]>
+      try {
+        info = files.stat(file)
+      } catch (e) {
+        return new StoreFailure({ method: "append", cause: toSystemError("stat", file, e) })
+      }
+      if (info === undefined) return notFound(id)
+      const ino = String(info.ino)
+      const size = info.size
+      const cached = cache.get(id)
+      if (cached !== undefined && cached.ino === ino && cached.size === size) {
+        return { _tag: "Hit", ino, size, nextSeq: cached.nextSeq }
+      }
+      return { _tag: "Miss", ino, size }
+    }
+
+    /** Step 4 (C5 / C7). */
+    const seqConflict = (id: string, expectedSeq: number, storedSeq: number): AppendConflict | undefined =>
+      expectedSeq === storedSeq ? undefined : new AppendConflict({
+        rule: expectedSeq > storedSeq ? "C5" : "C7",
+        sessionId: id,
+        expectedSeq,
+        storedSeq
+      })
+
+    /**
+     * Step 5 on a descriptor opened for append: write every byte, fsync; on failure step 6's
+     * rollback (truncate back to `size`, fsync). `undefined` when the bytes are durable.
+     */
+    const writeFd = (fd: number, file: string, batch: Batch, size: number): WriteFailure | undefined => {
+      let method = "write"
+      try {
+        let at = files.writeString(fd, batch.text)
+        if (at < batch.bytes) {
+          // a partial write: the rest from the bytes
+          const bytes = utf8(batch.text)
+          while (at < bytes.length) {
+            const n = files.write(fd, bytes, at, bytes.length - at)
+            if (n <= 0) throw new Error(`write returned ${n}`)
+            at += n
           }
-          // C5 / C7
-          if (expectedSeq !== storedSeq) {
+        }
+        method = "sync"
+        files.fsync(fd)
+        return undefined
+      } catch (e) {
+        const write = toSystemError(method, file, e)
+        // S7: roll back to the previous size so a retry cannot duplicate seqs
+        let rollbackMethod = "truncate"
+        try {
+          files.ftruncate(fd, size)
+          rollbackMethod = "sync"
+          files.fsync(fd)
+          return { write, rollback: undefined }
+        } catch (r) {
+          return { write, rollback: toSystemError(rollbackMethod, file, r) }
+        }
+      }
+    }
+
+    const closeFd = (fd: number) => {
+      try {
+        files.close(fd)
+      } catch {
+        // the outcome is already decided (durable after fsync, or rolled back)
+      }
+    }
+
+    /** Open the session file for append, never creating it. */
+    const openAppend = (file: string): number | SystemError => {
+      try {
+        return files.open(file, "append")
+      } catch (e) {
+        return toSystemError("open", file, e)
+      }
+    }
+
+    /** Step 5 with synchronous calls (the slow path's small batches); same outcome as `writeFd`. */
+    const writeSync = (file: string, batch: Batch, size: number): WriteFailure | undefined => {
+      const fd = openAppend(file)
+      if (typeof fd !== "number") return { write: fd, rollback: undefined }
+      try {
+        return writeFd(fd, file, batch, size)
+      } finally {
+        closeFd(fd)
+      }
+    }
+
+    /** Step 5 through the platform FileSystem (large batches); same outcome as `writeFd`. */
+    const writeStreamed = (file: string, batch: Batch, size: number) =>
+      Effect.uninterruptible(Effect.scoped(Effect.gen(function*() {
+        const handle = yield* fs.open(file, { flag: "a" })
+        const outcome = yield* Effect.either(Effect.zipRight(handle.writeAll(utf8(batch.text)), handle.sync))
+        if (outcome._tag === "Right") return undefined
+        // S7: roll back to the previous size so a retry cannot duplicate seqs
+        const rollback = yield* Effect.either(Effect.zipRight(handle.truncate(size), handle.sync))
+        return { write: outcome.left, rollback: rollback._tag === "Left" ? rollback.left : undefined }
+      })).pipe(
+        Effect.catchAll((e): Effect.Effect<WriteFailure> => Effect.succeed({ write: e, rollback: undefined }))
+      ))
+
+    /** Steps 6–7: the failure of a write (S7, S8), or the cache updated after a durable one. */
+    const settle = (
+      id: string,
+      failure: WriteFailure | undefined,
+      after: CachedState
+    ): StoreFailure | undefined => {
+      if (failure === undefined) {
+        cache.set(id, after)
+        return undefined
+      }
+      return writeFailed(id, failure)
+    }
+
+    /** Step 6's outcome: S7, or S8 (and the session suspect) when the rollback failed too. */
+    const writeFailed = (id: string, failure: WriteFailure): StoreFailure => {
+      cache.delete(id)
+      if (failure.rollback !== undefined) {
+        suspect.add(id)
+        return new StoreFailure({
+          rule: "S8",
+          method: "append",
+          cause: { write: failure.write, rollback: failure.rollback },
+          detail: "write failed and its rollback failed too; the session is suspect until reloaded"
+        })
+      }
+      return new StoreFailure({ rule: "S7", method: "append", cause: failure.write })
+    }
+
+    /**
+     * The hot path, one synchronous step (it cannot be interrupted half-way): take the lock, open
+     * the file for append and, when the cache matches it (fstat) and the batch is small, check,
+     * write, fsync and release the lock. Otherwise `Slow` (a cache miss: the lock is released and
+     * the append retried under the semaphore, where it rescans) or `Held` (someone else has it).
+     */
+    const appendStep = (
+      id: string,
+      file: string,
+      lock: string,
+      expectedSeq: number,
+      count: number,
+      batch: Batch
+    ): AppendStep => {
+      try {
+        if (!tryLock(lockContext, lock, wallClock.unsafeCurrentTimeMillis())) return HELD
+      } catch (e) {
+        return new StoreFailure({ method: "append", cause: e })
+      }
+      try {
+        const fd = openAppend(file)
+        if (typeof fd !== "number") {
+          // ENOENT: L11, as a stat would report it
+          return fd.reason === "NotFound" ? notFound(id) : writeFailed(id, { write: fd, rollback: undefined })
+        }
+        try {
+          let info: FileStat
+          try {
+            info = files.fstat(fd)
+          } catch (e) {
+            return new StoreFailure({ method: "append", cause: toSystemError("fstat", file, e) })
+          }
+          const ino = String(info.ino)
+          const size = info.size
+          const cached = cache.get(id)
+          // a cache miss (rescan) or a large batch (streamed): the slow path, under the semaphore
+          if (cached === undefined || cached.ino !== ino || cached.size !== size) return SLOW
+          const conflict = seqConflict(id, expectedSeq, cached.nextSeq)
+          if (conflict !== undefined) return conflict
+          const failed = settle(id, writeFd(fd, file, batch, size), { ino, size: size + batch.bytes, nextSeq: expectedSeq + count })
+          return failed ?? DONE
+        } finally {
+          closeFd(fd)
+        }
+      } finally {
+        unlock(lockContext, lock)
+      }
+    }
+
+    /** Steps 3–7 holding the lock: rescan on a cache miss; large batches are streamed. */
+    const appendLocked = (
+      id: string,
+      file: string,
+      expectedSeq: number,
+      count: number,
+      batch: Batch,
+    ) =>
+      Effect.gen(function*() {
+        let state = cachedState(id, file)
+        if (state._tag === "SessionNotFound" || state._tag === "StoreFailure") return yield* state
+        if (state._tag === "Miss") {
+          const scanned = yield* rescan(id, "append").pipe(Effect.mapError(asWriteError(file)))
+          if (scanned.result.tornTail !== undefined) {
+            // L1: never append onto a torn tail
             return yield* new AppendConflict({
-              rule: expectedSeq > storedSeq ? "C5" : "C7",
+              rule: "L1",
               sessionId: id,
               expectedSeq,
-              storedSeq
+              storedSeq: scanned.result.nextSeq,
+              detail: `the stored log has a torn tail at byte ${scanned.result.tornTail.position}; open the session to repair it`
             })
           }
-          const bytes = encoder.encode(text)
-          // uninterruptible: an interrupted write must still be rolled back (S7)
-          const written = yield* Effect.uninterruptible(Effect.scoped(Effect.gen(function*() {
-            const handle = yield* fs.open(file, { flag: "a" })
-            const outcome = yield* Effect.either(Effect.zipRight(handle.writeAll(bytes), handle.sync))
-            if (outcome._tag === "Right") return undefined
-            // S7: roll back to the previous size so a retry cannot duplicate seqs
-            const rollback = yield* Effect.either(Effect.zipRight(handle.truncate(size), handle.sync))
-            return { write: outcome.left, rollback: rollback._tag === "Left" ? rollback.left : undefined }
-          })).pipe(
-            Effect.catchAll((e) => Effect.succeed({ write: e, rollback: undefined }))
-          ))
-          if (written !== undefined) {
+          if (scanned.ino !== state.ino || scanned.size !== state.size) {
+            // replaced between stat and scan despite the lock: retry later
             cache.delete(id)
-            if (written.rollback !== undefined) {
-              suspect.add(id)
-              return yield* new StoreFailure({
-                rule: "S8",
-                method: "append",
-                cause: { write: written.write, rollback: written.rollback },
-                detail: "write failed and its rollback failed too; the session is suspect until reloaded"
-              })
-            }
-            return yield* new StoreFailure({ rule: "S7", method: "append", cause: written.write })
+            return yield* new StoreFailure({ method: "append", cause: "the file changed under the lock", detail: file })
           }
-          cache.set(id, { ino, size: size + bytes.length, nextSeq: expectedSeq + count })
-        })
-      )
+          cache.set(id, { ino: state.ino, size: state.size, nextSeq: scanned.result.nextSeq })
+          state = { _tag: "Hit", ino: state.ino, size: state.size, nextSeq: scanned.result.nextSeq }
+        }
+        const conflict = seqConflict(id, expectedSeq, state.nextSeq)
+        if (conflict !== undefined) return yield* conflict
+        const failure = batch.bytes >= STREAMED_WRITE_BYTES
+          ? yield* writeStreamed(file, batch, state.size)
+          : writeSync(file, batch, state.size)
+        const failed = settle(id, failure, { ino: state.ino, size: state.size + batch.bytes, nextSeq: expectedSeq + count })
+        if (failed !== undefined) return yield* failed
+      })
+
+    /**
+     * §7.4.3 steps 2–7. When no other operation on the id is in flight in this store instance,
+     * the synchronous step needs no semaphore (nothing can interleave with it); what it cannot
+     * finish (a cache miss, a held lock, a large batch) starts again under the semaphore.
+     */
+    const appendExisting = (id: string, expectedSeq: number, count: number, batch: Batch) => {
+      const { file, lock } = fileOf(id)
+      const release = () => Effect.sync(() => unlock(lockContext, lock))
+      const waitForLock = () =>
+        serialised(
+          id,
+          Effect.acquireUseRelease(
+            acquireLock(lockContext, lock, "append"),
+            () => appendLocked(id, file, expectedSeq, count, batch),
+            release
+          )
+        )
+      // large batches are streamed (async) on the slow path; so is anything another operation on
+      // the id is busy with in this store instance
+      if (batch.bytes >= STREAMED_WRITE_BYTES) return waitForLock()
+      return Effect.suspend(() => {
+        // nothing cached yet (the first append of this instance): a rescan is certain
+        if (active.has(id) || !cache.has(id)) return waitForLock()
+        const step = appendStep(id, file, lock, expectedSeq, count, batch)
+        switch (step._tag) {
+          case "Done":
+            return Effect.void
+          case "Held":
+          case "Slow":
+            return waitForLock()
+          default:
+            return Effect.fail(step)
+        }
+      })
+    }
 
     const store: SessionStoreShape = {
       create: Effect.fn("JsonlStore.create")(function*(input: unknown) {
@@ -866,41 +1077,40 @@ export const makeJsonlStore = (
         return header
       }),
 
-      append: Effect.fn("JsonlStore.append")(function*(id: string, events: ReadonlyArray<Event>, options: {
-        readonly expectedSeq: number
-      }) {
-        if (events.length === 0) return
-        const { expectedSeq } = options
-        const checked = precheckBatch(events, expectedSeq, { maxEventBytes })
-        if ("_tag" in checked) return yield* checked
-        if (suspect.has(id)) {
-          return yield* new StoreFailure({
-            rule: "S8",
-            method: "append",
-            cause: "session is suspect after a failed rollback",
-            detail: "load the session to re-read it"
-          })
-        }
-        if (registered.has(id)) {
-          const materialised = yield* semaphoreFor(id).withPermits(1)(Effect.gen(function*() {
-            const header = registered.get(id)
-            // materialised by a concurrent fiber meanwhile: an ordinary append below
-            if (header === undefined) return false
-            if (expectedSeq !== 0) {
-              return yield* new AppendConflict({ rule: "C5", sessionId: id, expectedSeq, storedSeq: 0 })
-            }
-            yield* materialise(id, header, checked.events, storageLines(checked.events, checked.lines, pack))
-            return true
-          }))
-          if (materialised) return
-        }
-        return yield* appendExisting(
-          id,
-          expectedSeq,
-          checked.events.length,
-          batchText(storageLines(checked.events, checked.lines, pack))
-        )
-      }),
+      // The hot path: untraced (a span costs about a third of the CPU of a single-event append),
+      // and in the common case one synchronous step after the pre-checks.
+      append: (id, events, { expectedSeq }) =>
+        Effect.suspend((): Effect.Effect<void, StoreAppendError> => {
+          if (events.length === 0) return Effect.void
+          const checked = precheckBatch(events, expectedSeq, { maxEventBytes })
+          if ("_tag" in checked) return Effect.fail(checked)
+          if (suspect.has(id)) {
+            return Effect.fail(
+              new StoreFailure({
+                rule: "S8",
+                method: "append",
+                cause: "session is suspect after a failed rollback",
+                detail: "load the session to re-read it"
+              })
+            )
+          }
+          const lines = storageLines(checked.events, checked.lines, pack)
+          const count = checked.events.length
+          if (!registered.has(id)) return appendExisting(id, expectedSeq, count, toBatch(lines))
+          return Effect.flatMap(
+            serialised(id, Effect.gen(function*() {
+              const header = registered.get(id)
+              // materialised by a concurrent fiber meanwhile: an ordinary append below
+              if (header === undefined) return false
+              if (expectedSeq !== 0) {
+                return yield* new AppendConflict({ rule: "C5", sessionId: id, expectedSeq, storedSeq: 0 })
+              }
+              yield* materialise(id, header, checked.events, lines)
+              return true
+            })),
+            (materialised) => materialised ? Effect.void : appendExisting(id, expectedSeq, count, toBatch(lines))
+          )
+        }),
 
       load: Effect.fn("JsonlStore.load")(function*(id: string) {
         const { file, name } = fileOf(id)
@@ -1014,7 +1224,7 @@ export const makeJsonlStore = (
                 ? events.map((e) => encodeEvent(e) + "\n")
                 : storageLines(events, events.map(encodeEvent), pack).map((l) => l + "\n"))
             ]
-            const temp = yield* writeTemp(name, parts).pipe(mapFs("replaceLog"))
+            const { temp } = yield* writeTemp(name, parts).pipe(mapFs("replaceLog"))
             const swap = Effect.gen(function*() {
               const version = current.result.storedVersion
               // keep the original: <name>.jsonl.v<version>.bak, then .v<version>.1.bak, ...
