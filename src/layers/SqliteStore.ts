@@ -30,10 +30,10 @@ import {
   StoreSchemaMismatch,
   UnknownEventType
 } from "../schema/Errors.js"
-import { encodeEvent, orderEnvelope } from "../schema/EventCodec.js"
+import { encodeEvent } from "../schema/EventCodec.js"
 import { type Event, KNOWN_EVENT_TYPES } from "../schema/Events.js"
 import { SESSION_FORMAT_VERSION } from "../schema/Format.js"
-import { encodeJson, type Json, parseJson } from "../schema/Json.js"
+import { checkParsed, encodeJson, type Json, type WalkFailure, type WalkResult } from "../schema/Json.js"
 import { headerRecord, type SessionHeader, validateSessionHeader } from "../schema/SessionHeader.js"
 import {
   checkFromSeq,
@@ -42,6 +42,7 @@ import {
   readFromLoad,
   SessionStore,
   type SessionStoreShape,
+  type StoreAppendError,
   type TornTail
 } from "../services/SessionStore.js"
 
@@ -110,6 +111,9 @@ const DEFAULT_BUSY_TIMEOUT_MS = 5_000
 /** Rows per multi-row INSERT: 8 columns each, below SQLite's default 32,766 bound variables. */
 const ROWS_PER_INSERT = 4_000
 
+/** Rows per page of a read: short-lived rows stay in the young generation. */
+const PAGE_ROWS = 1_000
+
 // ---------------------------------------------------------------------------------------------
 // Rows
 
@@ -128,17 +132,6 @@ const SessionRow = Schema.Struct({
 })
 type SessionRow = typeof SessionRow.Type
 
-const EventRow = Schema.Struct({
-  seq: Schema.Number,
-  type: Schema.String,
-  time: Schema.Number,
-  data: Schema.String,
-  source_event_seqs: Schema.NullOr(Schema.String),
-  surface_op: Schema.NullOr(Schema.String),
-  ignorable: Schema.NullOr(Schema.Number)
-})
-type EventRow = typeof EventRow.Type
-
 const SchemaObject = Schema.Struct({
   type: Schema.String,
   name: Schema.String,
@@ -149,39 +142,118 @@ type SchemaObject = typeof SchemaObject.Type
 
 const CountRow = Schema.Struct({ n: Schema.Number })
 
-/** The `events` row of an envelope (SPEC §7.5 column encodings). */
-const eventColumns = (sessionId: string, e: Event) => ({
-  session_id: sessionId,
-  seq: e.seq,
-  type: e.type,
-  time: e.time,
-  data: encodeJson(e.data as Json),
-  source_event_seqs: e.sourceEventSeqs === undefined ? null : encodeJson(e.sourceEventSeqs as Json),
-  surface_op: e.surfaceOp === undefined ? null : encodeJson(e.surfaceOp as Json),
-  ignorable: e.ignorable === true ? 1 : null
-})
+// Static SQL of the hot paths, run on the store's connection with bound parameters.
 
 const SELECT_NEXT_SEQ = "SELECT next_seq FROM sessions WHERE id = ?"
+const INSERT_SESSION = "INSERT INTO sessions (id, version, created_at, cwd, parent_session, seed_length, origin, " +
+  "delegation_depth, agent_preset, next_seq, revision) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0)"
+const SELECT_EVENT_COLUMNS = "SELECT seq, type, time, data, source_event_seqs, surface_op, ignorable FROM events"
+const SELECT_EVENTS_PAGE = `${SELECT_EVENT_COLUMNS} WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?`
+const SELECT_EVENTS_REST = `${SELECT_EVENT_COLUMNS} WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT -1 OFFSET ?`
 const UPDATE_NEXT_SEQ = "UPDATE sessions SET next_seq = ?, revision = revision + 1 WHERE id = ?"
+/** The expected-seq check and the counter update in one statement: 0 changed rows = no match. */
+const ADVANCE_NEXT_SEQ = "UPDATE sessions SET next_seq = ?, revision = revision + 1 WHERE id = ? AND next_seq = ?"
 const EVENT_COLUMNS = "session_id, seq, type, time, data, source_event_seqs, surface_op, ignorable"
+
+/** The stored text of the string marker (SPEC §7.5). */
+const APPEND_MARKER_TEXT = "\"append\""
 
 /** `INSERT INTO events (...) VALUES (?, ...), ...` for `rows` rows: static text, every value bound. */
 const insertEventsSql = (rows: number): string =>
   `INSERT INTO events (${EVENT_COLUMNS}) VALUES ${Array.from({ length: rows }, () => "(?, ?, ?, ?, ?, ?, ?, ?)").join(", ")}`
 
-/** Insert a batch with one multi-row INSERT per chunk of ROWS_PER_INSERT rows. */
-const insertEventRows = (conn: Connection, sessionId: string, events: ReadonlyArray<Event>) =>
-  Effect.gen(function*() {
+/** The INSERT texts of batches up to 128 rows, built on first use. */
+const insertSqlCache: Array<string | undefined> = []
+
+const insertSqlFor = (rows: number): string => {
+  if (rows > 128) return insertEventsSql(rows)
+  return insertSqlCache[rows] ??= insertEventsSql(rows)
+}
+
+/**
+ * The JSON text of `e.data` cut out of `line`, the event's JSONL text from the batch pre-checks
+ * (`{"type":…,"seq":…,"time":…,"data":` + data + the optional keys in §1.1 order + `}`), so it
+ * is not encoded a second time; undefined when the line does not have that frame. The first
+ * `,"data":` is the key: inside the type string every `"` is escaped.
+ */
+const dataTextIn = (
+  line: string,
+  e: Event,
+  sourceEventSeqs: string | null,
+  surfaceOp: string | null
+): string | undefined => {
+  if (line.charCodeAt(line.length - 1) !== 125 /* } */ || !line.startsWith("{\"type\":")) return undefined
+  const start = line.indexOf(",\"data\":")
+  if (start === -1) return undefined
+  let end = line.length - 1
+  if (e.ignorable !== undefined) {
+    end -= 17
+    if (e.ignorable !== true || !line.startsWith(",\"ignorable\":true", end)) return undefined
+  }
+  if (surfaceOp !== null) {
+    end -= surfaceOp.length
+    if (!line.startsWith(surfaceOp, end)) return undefined
+    end -= 13
+    if (!line.startsWith(",\"surfaceOp\":", end)) return undefined
+  }
+  if (sourceEventSeqs !== null) {
+    end -= sourceEventSeqs.length
+    if (!line.startsWith(sourceEventSeqs, end)) return undefined
+    end -= 19
+    if (!line.startsWith(",\"sourceEventSeqs\":", end)) return undefined
+  }
+  return end > start + 8 ? line.slice(start + 8, end) : undefined
+}
+
+/** Push the bound values of one `events` row (SPEC §7.5 column encodings); `line` as in `dataTextIn`. */
+const pushEventColumns = (params: Array<unknown>, sessionId: string, e: Event, line: string | undefined): void => {
+  const sourceEventSeqs = e.sourceEventSeqs === undefined ? null : encodeJson(e.sourceEventSeqs as Json)
+  const surfaceOp = e.surfaceOp === undefined
+    ? null
+    : e.surfaceOp === "append"
+    ? APPEND_MARKER_TEXT
+    : encodeJson(e.surfaceOp as Json)
+  const data = line === undefined ? undefined : dataTextIn(line, e, sourceEventSeqs, surfaceOp)
+  params.push(
+    sessionId,
+    e.seq,
+    e.type,
+    e.time,
+    data ?? encodeJson(e.data as Json),
+    sourceEventSeqs,
+    surfaceOp,
+    e.ignorable === true ? 1 : null
+  )
+}
+
+/**
+ * Insert a batch with one multi-row INSERT per chunk of ROWS_PER_INSERT rows; `lines` (optional)
+ * are the events' JSONL texts.
+ */
+const insertEventRows = (
+  conn: Connection,
+  sessionId: string,
+  events: ReadonlyArray<Event>,
+  lines?: ReadonlyArray<string>
+): Effect.Effect<void, SqlError> => {
+  if (events.length <= ROWS_PER_INSERT) {
+    const params: Array<unknown> = []
+    for (let i = 0; i < events.length; i++) pushEventColumns(params, sessionId, events[i], lines?.[i])
+    return Effect.asVoid(conn.execute(insertSqlFor(events.length), params, undefined))
+  }
+  return Effect.gen(function*() {
     for (let start = 0; start < events.length; start += ROWS_PER_INSERT) {
-      const chunk = events.slice(start, start + ROWS_PER_INSERT)
-      const params: Array<unknown> = []
-      for (const e of chunk) {
-        const c = eventColumns(sessionId, e)
-        params.push(c.session_id, c.seq, c.type, c.time, c.data, c.source_event_seqs, c.surface_op, c.ignorable)
-      }
-      yield* conn.execute(insertEventsSql(chunk.length), params, undefined)
+      const end = start + ROWS_PER_INSERT
+      yield* insertEventRows(conn, sessionId, events.slice(start, end), lines?.slice(start, end))
     }
   })
+}
+
+/** `changes` of a better-sqlite3 run result (from `executeRaw`). */
+const changedRows = (result: unknown): number => {
+  const changes = (result as { readonly changes?: unknown } | null)?.changes
+  return typeof changes === "number" ? changes : 0
+}
 
 /** The header as stored in a `sessions` row (NULL = absent). */
 const headerFromRow = (r: SessionRow): Record<string, unknown> => {
@@ -195,86 +267,236 @@ const headerFromRow = (r: SessionRow): Record<string, unknown> => {
   return h
 }
 
-/** One row turned back into an envelope, or the reason it is a defect. */
-type RowVerdict =
-  | { readonly _tag: "Ok"; readonly event: Event }
-  | { readonly _tag: "Defect"; readonly reason: TornTail["reason"] }
-  | { readonly _tag: "Corrupt"; readonly error: StoreCorrupt }
+/**
+ * An `events` row as read by SELECT_EVENT_COLUMNS, as an array of column values in this order:
+ * seq, type, time, data, source_event_seqs, surface_op, ignorable.
+ */
+type EventRow = readonly [
+  seq: number,
+  type: string,
+  time: number,
+  data: string,
+  sourceEventSeqs: string | null,
+  surfaceOp: string | null,
+  ignorable: number | null
+]
 
-const defect = (reason: TornTail["reason"]): RowVerdict => ({ _tag: "Defect", reason })
+/** The column types a STRICT `events` row must have (checked by hand: 100,000 rows per load). */
+const isEventRow = (r: unknown): r is EventRow => {
+  if (!Array.isArray(r) || r.length !== 7) return false
+  const s = r[4]
+  const o = r[5]
+  const g = r[6]
+  return typeof r[0] === "number" && typeof r[1] === "string" && typeof r[2] === "number" &&
+    typeof r[3] === "string" && (s === null || typeof s === "string") && (o === null || typeof o === "string") &&
+    (g === null || typeof g === "number")
+}
 
-const rowToEvent = (row: EventRow, expectedSeq: number, location: string): RowVerdict => {
-  if (row.seq !== expectedSeq) return defect("seq-gap")
-  if (!Number.isSafeInteger(row.time)) return defect("unparsable")
-  const columns: Array<readonly [string, string | null]> = [
-    ["data", row.data],
-    ["sourceEventSeqs", row.source_event_seqs],
-    ["surfaceOp", row.surface_op]
-  ]
-  const out: Record<string, unknown> = { type: row.type, seq: row.seq, time: row.time }
-  for (const [key, text] of columns) {
-    if (text === null) continue
-    const parsed = parseJson(text)
-    if (parsed._tag === "Unparsable") return defect("unparsable")
-    if (parsed._tag === "Fail") {
-      // L9: a committed-looking row whose JSON fails the lossless walk
-      return {
-        _tag: "Corrupt",
-        error: new StoreCorrupt({
-          rule: "L9",
-          seq: row.seq,
-          location,
-          detail: `column ${key} is not lossless JSON (${parsed.rule} at "${parsed.path}": ${parsed.detail})`,
-          // the rule error itself, with its path relative to the event record
-          cause: new NotLosslessJson({ rule: parsed.rule, seq: row.seq, path: `/${key}${parsed.path}`, detail: parsed.detail })
-        })
-      }
-    }
-    out[key] = parsed.value
+/** L9: a row from disk that does not decode. */
+const undecodable = (location: string, row: unknown) =>
+  new StoreCorrupt({ rule: "L9", location, detail: "a stored row does not decode", cause: row })
+
+const UNPARSABLE: unique symbol = Symbol("UNPARSABLE")
+
+/** Below this depth `losslessFrozen` recurses; deeper subtrees go to the iterative `checkParsed`. */
+const RECURSION_LIMIT = 64
+
+/** False for a value `checkParsed` rejects (a number that is not finite or is -0, a non-JSON type). */
+const losslessScalar = (x: unknown): boolean => {
+  switch (typeof x) {
+    case "number":
+      return x === x && x !== Infinity && x !== -Infinity && !(x === 0 && 1 / x < 0)
+    case "string":
+    case "boolean":
+      return true
+    default:
+      return x === null
   }
-  // inconsistent columns: provenance must be an array, a marker a string or an object
-  if (out.sourceEventSeqs !== undefined && !Array.isArray(out.sourceEventSeqs)) return defect("unparsable")
-  const op = out.surfaceOp
-  if (op !== undefined && typeof op !== "string" && (typeof op !== "object" || op === null || Array.isArray(op))) {
-    return defect("unparsable")
-  }
-  if (row.ignorable === 1) out.ignorable = true
-  else if (row.ignorable !== null) return defect("unparsable")
-  return { _tag: "Ok", event: orderEnvelope(out) }
 }
 
 /**
- * Classify the rows of one session (SPEC §7.5 "Load", §7.4.4 step 5): the contiguous prefix of
- * good rows, then either no defect, a torn tail from the first defect, or `StoreCorrupt` (L2)
- * when a later row has type `turn/end`. `firstSeq` is the seq the first row must have.
+ * The verdict of `checkParsed` on a freshly parsed container (true = Ok), freezing containers
+ * in place like it, but without its four heap stacks per value (a fifth of a 100,000-row load):
+ * recursive up to RECURSION_LIMIT levels, iterative below. On false, `checkParsed` itself
+ * reports the failure.
  */
-const scanRows = (
-  rows: ReadonlyArray<EventRow>,
-  firstSeq: number,
-  location: string
-): StoreCorrupt | { readonly events: ReadonlyArray<Event>; readonly tornTail: TornTail | undefined } => {
-  const events: Array<Event> = []
-  for (let i = 0; i < rows.length; i++) {
-    const expected = firstSeq + i
-    const verdict = rowToEvent(rows[i], expected, location)
-    if (verdict._tag === "Corrupt") return verdict.error
-    if (verdict._tag === "Ok") {
-      events.push(verdict.event)
-      continue
+const losslessFrozen = (v: object, depth: number): boolean => {
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const x: unknown = v[i]
+      if (typeof x === "object" && x !== null) {
+        if (depth >= RECURSION_LIMIT ? checkParsed(x)._tag !== "Ok" : !losslessFrozen(x, depth + 1)) return false
+      } else if (!losslessScalar(x)) return false
     }
-    for (let j = i + 1; j < rows.length; j++) {
-      if (rows[j].type === "turn/end") {
-        return new StoreCorrupt({
-          rule: "L2",
-          seq: expected,
-          location,
-          detail: `defective row (${verdict.reason}) at seq ${expected} before a turn/end at seq ${rows[j].seq}`
-        })
+  } else {
+    const o = v as Record<string, unknown>
+    const keys = Object.keys(o)
+    for (let i = 0; i < keys.length; i++) {
+      const x = o[keys[i]]
+      if (typeof x === "object" && x !== null) {
+        if (depth >= RECURSION_LIMIT ? checkParsed(x)._tag !== "Ok" : !losslessFrozen(x, depth + 1)) return false
+      } else if (!losslessScalar(x)) return false
+    }
+  }
+  Object.freeze(v)
+  return true
+}
+
+/** JSON.parse then the lossless check of parsed values (freezes in place); UNPARSABLE on a syntax error. */
+const parseColumn = (text: string): WalkResult | typeof UNPARSABLE => {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    return UNPARSABLE
+  }
+  if (typeof parsed === "object" && parsed !== null && losslessFrozen(parsed, 0)) return { _tag: "Ok", value: parsed as Json }
+  return checkParsed(parsed)
+}
+
+/** L9: a committed-looking row whose JSON fails the lossless walk. */
+const notLossless = (seq: number, key: string, failure: WalkFailure, location: string) =>
+  new StoreCorrupt({
+    rule: "L9",
+    seq,
+    location,
+    detail: `column ${key} is not lossless JSON (${failure.rule} at "${failure.path}": ${failure.detail})`,
+    // the rule error itself, with its path relative to the event record
+    cause: new NotLosslessJson({ rule: failure.rule, seq, path: `/${key}${failure.path}`, detail: failure.detail })
+  })
+
+/** An envelope in §1.1 key order (the rare shapes of `rowToEvent`). */
+const envelope = (
+  type: string,
+  seq: number,
+  time: number,
+  data: unknown,
+  sourceEventSeqs: unknown,
+  surfaceOp: unknown,
+  ignorable: true | undefined
+): object => {
+  const out: Record<string, unknown> = { type, seq, time, data }
+  if (sourceEventSeqs !== undefined) out.sourceEventSeqs = sourceEventSeqs
+  if (surfaceOp !== undefined) out.surfaceOp = surfaceOp
+  if (ignorable !== undefined) out.ignorable = ignorable
+  return out
+}
+
+/**
+ * One row turned back into a frozen envelope built in §1.1 key order, or the reason it is a
+ * defect (a string), or L9.
+ */
+const rowToEvent = (row: EventRow, expectedSeq: number, location: string): Event | TornTail["reason"] | StoreCorrupt => {
+  const seq = row[0]
+  if (seq !== expectedSeq) return "seq-gap"
+  if (!Number.isSafeInteger(row[2])) return "unparsable"
+  const data = parseColumn(row[3])
+  if (data === UNPARSABLE) return "unparsable"
+  if (data._tag === "Fail") return notLossless(seq, "data", data, location)
+  let sourceEventSeqs: unknown
+  if (row[4] !== null) {
+    const parsed = parseColumn(row[4])
+    if (parsed === UNPARSABLE) return "unparsable"
+    if (parsed._tag === "Fail") return notLossless(seq, "sourceEventSeqs", parsed, location)
+    sourceEventSeqs = parsed.value
+  }
+  let surfaceOp: unknown
+  if (row[5] === APPEND_MARKER_TEXT) surfaceOp = "append"
+  else if (row[5] !== null) {
+    const parsed = parseColumn(row[5])
+    if (parsed === UNPARSABLE) return "unparsable"
+    if (parsed._tag === "Fail") return notLossless(seq, "surfaceOp", parsed, location)
+    surfaceOp = parsed.value
+  }
+  // inconsistent columns: provenance must be an array, a marker a string or an object
+  if (sourceEventSeqs !== undefined && !Array.isArray(sourceEventSeqs)) return "unparsable"
+  if (
+    surfaceOp !== undefined && typeof surfaceOp !== "string" &&
+    (typeof surfaceOp !== "object" || surfaceOp === null || Array.isArray(surfaceOp))
+  ) return "unparsable"
+  const ignorable = row[6]
+  if (ignorable !== null && ignorable !== 1) return "unparsable"
+  // one object literal per envelope shape: stable hidden classes for 100,000 retained envelopes
+  let out: object
+  if (ignorable === 1) {
+    out = sourceEventSeqs === undefined && surfaceOp === undefined
+      ? { type: row[1], seq, time: row[2], data: data.value, ignorable: true }
+      : envelope(row[1], seq, row[2], data.value, sourceEventSeqs, surfaceOp, true)
+  } else if (sourceEventSeqs === undefined) {
+    out = surfaceOp === undefined
+      ? { type: row[1], seq, time: row[2], data: data.value }
+      : { type: row[1], seq, time: row[2], data: data.value, surfaceOp }
+  } else {
+    out = surfaceOp === undefined
+      ? { type: row[1], seq, time: row[2], data: data.value, sourceEventSeqs }
+      : { type: row[1], seq, time: row[2], data: data.value, sourceEventSeqs, surfaceOp }
+  }
+  return Object.freeze(out) as unknown as Event
+}
+
+/**
+ * Incremental classification of a session's rows, fed page by page (SPEC §7.5 "Load", §7.4.4
+ * step 5): the contiguous prefix of good rows, then either no defect, a torn tail from the first
+ * defect, or `StoreCorrupt` (L2) when a later row has type `turn/end`. Rows after the first
+ * defect are only looked at for their type and seq.
+ */
+class RowScan {
+  readonly events: Array<Event> = []
+  /** rows fed so far */
+  rows = 0
+  /** seq of the last row fed */
+  lastSeq = -1
+  private stopped = false
+  private defectSeq = -1
+  private defectReason: TornTail["reason"] | undefined
+  private laterTurnEnd = -1
+  private corrupt: StoreCorrupt | undefined
+
+  constructor(private readonly firstSeq: number, private readonly location: string) {}
+
+  /** Classify one page of raw result rows; L9 when a row does not decode at all. */
+  feed(page: ReadonlyArray<unknown>): StoreCorrupt | undefined {
+    for (let i = 0; i < page.length; i++) {
+      const row = page[i]
+      if (!isEventRow(row)) return undecodable(this.location, row)
+      const expected = this.firstSeq + this.rows
+      this.rows++
+      this.lastSeq = row[0]
+      if (this.stopped) {
+        if (this.defectReason !== undefined && this.laterTurnEnd === -1 && row[1] === "turn/end") this.laterTurnEnd = row[0]
+        continue
+      }
+      const verdict = rowToEvent(row, expected, this.location)
+      if (typeof verdict === "string") {
+        this.stopped = true
+        this.defectSeq = expected
+        this.defectReason = verdict
+      } else if (verdict instanceof StoreCorrupt) {
+        this.stopped = true
+        this.corrupt = verdict
+      } else {
+        this.events.push(verdict)
       }
     }
-    return { events, tornTail: { fromSeq: expected, reason: verdict.reason, position: expected } }
+    return undefined
   }
-  return { events, tornTail: undefined }
+
+  /** The verdict once every row was fed. */
+  result(): StoreCorrupt | { readonly events: ReadonlyArray<Event>; readonly tornTail: TornTail | undefined } {
+    if (this.corrupt !== undefined) return this.corrupt
+    const reason = this.defectReason
+    if (reason === undefined) return { events: this.events, tornTail: undefined }
+    const at = this.defectSeq
+    if (this.laterTurnEnd !== -1) {
+      return new StoreCorrupt({
+        rule: "L2",
+        seq: at,
+        location: this.location,
+        detail: `defective row (${reason}) at seq ${at} before a turn/end at seq ${this.laterTurnEnd}`
+      })
+    }
+    return { events: this.events, tornTail: { fromSeq: at, reason, position: at } }
+  }
 }
 
 const isRecord = (v: unknown): v is Record<string, unknown> =>
@@ -334,9 +556,10 @@ const failures = (method: string, location: string) =>
 // The store
 
 /**
- * Run `body` in one transaction on the reserved connection: `BEGIN IMMEDIATE` for writes
- * (never the client's deferred BEGIN, SPEC §7.5), plain `BEGIN` for reads. COMMIT failures
- * are errors, not defects; `afterCommit` runs before the connection is released.
+ * Run `body` in one transaction on a connection reserved for it (the open check; a store's own
+ * operations use its long-lived reservation): `BEGIN IMMEDIATE` for writes (never the client's
+ * deferred BEGIN, SPEC §7.5), plain `BEGIN` for reads. COMMIT failures are errors, not
+ * defects; `afterCommit` runs before the connection is released.
  */
 export const transactionOn = <A, E>(
   sql: SqlClient.SqlClient,
@@ -505,12 +728,58 @@ export const makeSqliteStore = (
     const location = options.filename
     const batchOptions = options.maxEventBytes === undefined ? {} : { maxEventBytes: options.maxEventBytes }
     const sql = yield* openDatabase(options)
+    // The store's connection, reserved for the store's lifetime (released with its scope);
+    // store operations take turns on it through a semaphore. A reservation per operation costs a
+    // Scope each time (~12 µs, about what the rest of a single-event append costs).
+    const conn: Connection = yield* sql.reserve.pipe(Effect.mapError((e) => storeFailure("open", e)))
+    const withLock = (yield* Effect.makeSemaphore(1)).withPermits(1)
+    const onConnection = [conn, 0] as const
+
+    /** Run `effect` alone on the store's connection: waiting for it is interruptible, running is not. */
+    const exclusive = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> => withLock(Effect.uninterruptible(effect))
+
+    /** `effect` with the store's connection as the `sql` template's connection. */
+    const onStoreConnection = <A, E>(effect: Effect.Effect<A, E, SqlClient.TransactionConnection>) =>
+      Effect.provideService(effect, SqlClient.TransactionConnection, onConnection)
+
+    // Statements as reusable effects (static SQL, prepared once by the client's cache).
+    const beginWrite = conn.execute("BEGIN IMMEDIATE", [], undefined)
+    const beginRead = conn.execute("BEGIN", [], undefined)
+    const commit = conn.execute("COMMIT", [], undefined)
+    const rollback = Effect.ignore(conn.execute("ROLLBACK", [], undefined))
+
+    /**
+     * Run `body` in one transaction on the store's connection: `BEGIN IMMEDIATE` for writes
+     * (never a deferred BEGIN, SPEC §7.5), plain `BEGIN` for reads. COMMIT failures are errors,
+     * not defects; `afterCommit` runs before the connection is handed on. Plain combinators, no
+     * generator: this is the append's hot path.
+     */
+    const transactionRaw = <A, E>(
+      write: boolean,
+      body: Effect.Effect<A, E | SqlError>,
+      afterCommit?: (a: A) => void
+    ): Effect.Effect<A, E | SqlError> =>
+      exclusive(Effect.zipRight(
+        write ? beginWrite : beginRead,
+        Effect.matchCauseEffect(body, {
+          onFailure: (cause) => Effect.zipRight(rollback, Effect.failCause(cause)),
+          onSuccess: (a) =>
+            Effect.matchCauseEffect(commit, {
+              onFailure: (cause) => Effect.zipRight(rollback, Effect.failCause(cause)),
+              onSuccess: () => {
+                afterCommit?.(a)
+                return Effect.succeed(a)
+              }
+            })
+        })
+      ))
+
+    /** `transactionRaw` for a body that uses the `sql` template. */
     const transaction = <A, E>(
       write: boolean,
       body: Effect.Effect<A, E | SqlError, SqlClient.TransactionConnection>,
       afterCommit?: (a: A) => void
-    ) =>
-      transactionOn(sql, write, body, afterCommit)
+    ) => transactionRaw(write, onStoreConnection(body), afterCommit)
 
     // --- queries -----------------------------------------------------------------------------
 
@@ -529,13 +798,42 @@ export const makeSqliteStore = (
       execute: (id) => sql`SELECT next_seq FROM sessions WHERE id = ${id}`
     })
 
-    const findEvents = SqlSchema.findAll({
-      Request: Schema.Struct({ id: Schema.String, fromSeq: Schema.Number }),
-      Result: EventRow,
-      execute: ({ fromSeq, id }) =>
-        sql`SELECT seq, type, time, data, source_event_seqs, surface_op, ignorable
-            FROM events WHERE session_id = ${id} AND seq >= ${fromSeq} ORDER BY seq`
-    })
+    /**
+     * The rows with `seq >= fromSeq`, classified page by page (static SQL, rows as value arrays,
+     * no row Schema: 100,000 rows per resume): pages keep the rows short-lived, the
+     * classification builds each envelope once.
+     */
+    const scanEvents = (id: string, fromSeq: number) =>
+      Effect.gen(function*() {
+        const scan = new RowScan(fromSeq, location)
+        let from = fromSeq
+        for (;;) {
+          const page = yield* conn.executeValues(SELECT_EVENTS_PAGE, [id, from, PAGE_ROWS])
+          const bad = scan.feed(page)
+          if (bad !== undefined) return yield* bad
+          if (page.length < PAGE_ROWS) return scan
+          from = scan.lastSeq + 1
+          if (!Number.isSafeInteger(from)) {
+            // a stored seq beyond 2^53 reads back rounded: take the rest by position instead
+            const rest = yield* conn.executeValues(SELECT_EVENTS_REST, [id, fromSeq, scan.rows])
+            const worse = scan.feed(rest)
+            if (worse !== undefined) return yield* worse
+            return scan
+          }
+        }
+      })
+
+    /** Every row of a session, unclassified (replaceLog's backup keeps defective rows as stored). */
+    const allEventRows = (id: string) =>
+      Effect.gen(function*() {
+        const rows = yield* conn.executeValues(SELECT_EVENTS_REST, [id, 0, 0])
+        const out: Array<EventRow> = []
+        for (const row of rows) {
+          if (!isEventRow(row)) return yield* undecodable(location, row)
+          out.push(row)
+        }
+        return out
+      })
 
     const countBelow = SqlSchema.findOne({
       Request: Schema.Struct({ id: Schema.String, seq: Schema.Number }),
@@ -553,26 +851,32 @@ export const makeSqliteStore = (
     })
 
     const insertSession = (h: SessionHeader) =>
-      sql`INSERT INTO sessions ${
-        sql.insert({
-          id: h.id,
-          version: h.version,
-          created_at: h.createdAt,
-          cwd: h.cwd ?? null,
-          parent_session: h.parentSession ?? null,
-          seed_length: h.seedLength ?? null,
-          origin: h.origin ?? null,
-          delegation_depth: h.delegationDepth ?? null,
-          agent_preset: h.agentPreset ?? null,
-          next_seq: 0,
-          revision: 0
-        })
-      }`
+      conn.execute(INSERT_SESSION, [
+        h.id,
+        h.version,
+        h.createdAt,
+        h.cwd ?? null,
+        h.parentSession ?? null,
+        h.seedLength ?? null,
+        h.origin ?? null,
+        h.delegationDepth ?? null,
+        h.agentPreset ?? null
+      ], undefined)
 
     const notFound = (id: string) => new SessionNotFound({ rule: "L11", sessionId: id })
 
     const conflict = (id: string, expectedSeq: number, storedSeq: number) =>
       new AppendConflict({ rule: expectedSeq > storedSeq ? "C5" : "C7", sessionId: id, expectedSeq, storedSeq })
+
+    // C7 (SPEC §7.5): a row of the batch is already stored although `next_seq` matched
+    const rowTaken = (id: string, expectedSeq: number) =>
+      new AppendConflict({
+        rule: "C7",
+        sessionId: id,
+        expectedSeq,
+        storedSeq: expectedSeq,
+        detail: "a row of the batch is already stored"
+      })
 
     const staleRevision = (id: string, revision: string, stored: SessionRow, detail?: string) =>
       new AppendConflict({
@@ -603,8 +907,8 @@ export const makeSqliteStore = (
       })
 
     /** Rows of a session checked against `next_seq` (SPEC §7.5 "Load"). */
-    const scanSession = (row: SessionRow, rows: ReadonlyArray<EventRow>) => {
-      const lastSeq = rows.length === 0 ? -1 : rows[rows.length - 1].seq
+    const scanSession = (row: SessionRow, scan: RowScan) => {
+      const lastSeq = scan.rows === 0 ? -1 : scan.lastSeq
       if (row.next_seq !== lastSeq + 1) {
         return new StoreCorrupt({
           rule: "L2",
@@ -612,7 +916,7 @@ export const makeSqliteStore = (
           detail: `sessions.next_seq is ${row.next_seq} but the last stored seq is ${lastSeq}`
         })
       }
-      return scanRows(rows, 0, location)
+      return scan.result()
     }
 
     // Sessions registered in this store instance and not yet materialised by it.
@@ -637,8 +941,7 @@ export const makeSqliteStore = (
         // L6: the stored id must be the requested one
         if (row.id !== id) return yield* new SessionNotFound({ rule: "L6", sessionId: id, detail: `stored id is "${row.id}"` })
         const header = yield* storedHeader(row)
-        const rows = yield* findEvents({ id, fromSeq: 0 })
-        const scanned = scanSession(row, rows)
+        const scanned = scanSession(row, yield* scanEvents(id, 0))
         if (scanned instanceof StoreCorrupt) return yield* scanned
         const result: LoadResult = {
           header,
@@ -654,6 +957,53 @@ export const makeSqliteStore = (
       return yield* transaction(false, loadIn(id)).pipe(failures("load", location))
     })
 
+    /** Advance `next_seq` from `expectedSeq` and insert the batch (a materialised session). */
+    const advance = (id: string, batch: ReadonlyArray<Event>, lines: ReadonlyArray<string>, expectedSeq: number) =>
+      Effect.flatMap(
+        // C5/C7 and the counter in one statement; on no match, tell L11 and C5/C7 apart
+        conn.executeRaw(ADVANCE_NEXT_SEQ, [expectedSeq + batch.length, id, expectedSeq]),
+        (advanced): Effect.Effect<false, SessionNotFound | AppendConflict | SqlError> =>
+          changedRows(advanced) === 1
+            ? insertEventRows(conn, id, batch, lines).pipe(
+              Effect.catchIf(isPrimaryKeyViolation, () => rowTaken(id, expectedSeq)),
+              Effect.as(false as const)
+            )
+            : Effect.flatMap(conn.execute(SELECT_NEXT_SEQ, [id], undefined), (found) =>
+              Effect.fail(
+                found.length === 0
+                  ? notFound(id)
+                  : conflict(id, expectedSeq, (found[0] as { readonly next_seq: number }).next_seq)
+              ))
+      )
+
+    /** The first append of a session registered here: the `sessions` row and the batch, atomically. */
+    const materialise = (
+      id: string,
+      pending: SessionHeader,
+      batch: ReadonlyArray<Event>,
+      lines: ReadonlyArray<string>,
+      expectedSeq: number
+    ) =>
+      Effect.gen(function*() {
+        const found = yield* conn.execute(SELECT_NEXT_SEQ, [id], undefined)
+        if (found.length !== 0) {
+          // materialised by another writer meanwhile: the registration is stale
+          registered.delete(id)
+          return yield* new SessionExists({ rule: "J14", sessionId: id })
+        }
+        // nothing stored yet: the stored next seq is 0
+        if (expectedSeq !== 0) return yield* conflict(id, expectedSeq, 0)
+        // J14: the primary key decides between writers materialising the same id
+        yield* insertSession(pending).pipe(
+          Effect.catchIf(isPrimaryKeyViolation, () => new SessionExists({ rule: "J14", sessionId: id }))
+        )
+        yield* insertEventRows(conn, id, batch, lines).pipe(
+          Effect.catchIf(isPrimaryKeyViolation, () => rowTaken(id, expectedSeq))
+        )
+        yield* conn.execute(UPDATE_NEXT_SEQ, [batch.length, id], undefined)
+        return true as const
+      })
+
     const store: SessionStoreShape = {
       create: Effect.fn("SqliteStore.create")(function*(input: unknown) {
         const header = validateSessionHeader(input)
@@ -665,7 +1015,7 @@ export const makeSqliteStore = (
         }
         const exists = new SessionExists({ rule: "J14", sessionId: header.id })
         if (registered.has(header.id)) return yield* exists
-        const stored = yield* findNextSeq(header.id).pipe(
+        const stored = yield* exclusive(onStoreConnection(findNextSeq(header.id))).pipe(
           Effect.mapError((e) => e instanceof SqlError ? storeFailure("create", e) : new StoreFailure({ method: "create", cause: e }))
         )
         if (Option.isSome(stored) || registered.has(header.id)) return yield* exists
@@ -673,59 +1023,28 @@ export const makeSqliteStore = (
         return header
       }),
 
-      append: Effect.fn("SqliteStore.append")(function*(
-        id: string,
-        events: ReadonlyArray<Event>,
-        { expectedSeq }: { readonly expectedSeq: number }
-      ) {
-        if (events.length === 0) return
-        const checked = precheckBatch(events, expectedSeq, batchOptions)
-        if ("_tag" in checked) return yield* checked
-        const batch = checked.events
-        for (const e of batch) {
-          if (LONE_SURROGATE.test(e.type)) return yield* unrepresentable("append", `type of seq ${e.seq}`)
-        }
-        let materialised = false
-        const body = Effect.gen(function*() {
-          // hot path: static SQL text with bound parameters straight on the transaction's
-          // connection (the template compiler and its span cost ~100x the statement itself)
-          const [conn] = yield* SqlClient.TransactionConnection
-          const found = yield* conn.execute(SELECT_NEXT_SEQ, [id], undefined)
-          const current = found.length === 0
-            ? Option.none<{ next_seq: number }>()
-            : Option.some(found[0] as { next_seq: number })
-          const pending = registered.get(id)
-          let storedSeq: number
-          if (Option.isNone(current)) {
-            if (pending === undefined) return yield* notFound(id)
-            if (expectedSeq !== 0) return yield* conflict(id, expectedSeq, 0)
-            // J14: the primary key decides between writers materialising the same id
-            yield* insertSession(pending).pipe(
-              Effect.catchIf(
-                (e) => isPrimaryKeyViolation(e),
-                () => new SessionExists({ rule: "J14", sessionId: id })
-              )
-            )
-            materialised = true
-            storedSeq = 0
-          } else {
-            // registered here but materialised by another writer meanwhile: the registration is stale
-            if (pending !== undefined) {
-              registered.delete(id)
-              return yield* new SessionExists({ rule: "J14", sessionId: id })
-            }
-            storedSeq = current.value.next_seq
+      // The hot path: untraced (a span costs about a third of a single-event append), static SQL
+      // text with bound parameters on the store's connection (the template compiler and its span
+      // cost ~10x the statement itself).
+      append: (id, events, { expectedSeq }) =>
+        Effect.suspend((): Effect.Effect<void, StoreAppendError> => {
+          if (events.length === 0) return Effect.void
+          const checked = precheckBatch(events, expectedSeq, batchOptions)
+          if ("_tag" in checked) return Effect.fail(checked)
+          const batch = checked.events
+          for (const e of batch) {
+            if (LONE_SURROGATE.test(e.type)) return Effect.fail(unrepresentable("append", `type of seq ${e.seq}`))
           }
-          if (expectedSeq !== storedSeq) return yield* conflict(id, expectedSeq, storedSeq)
-          yield* insertEventRows(conn, id, batch).pipe(
-            Effect.catchIf((e) => isPrimaryKeyViolation(e), () => conflict(id, expectedSeq, expectedSeq - 1))
-          )
-          yield* conn.execute(UPDATE_NEXT_SEQ, [expectedSeq + batch.length, id], undefined)
-        })
-        yield* transaction(true, body, () => {
-          if (materialised) registered.delete(id)
-        }).pipe(failures("append", location))
-      }),
+          const body = Effect.suspend((): Effect.Effect<boolean, StoreAppendError | SqlError> => {
+            const pending = registered.get(id)
+            return pending === undefined
+              ? advance(id, batch, checked.lines, expectedSeq)
+              : materialise(id, pending, batch, checked.lines, expectedSeq)
+          })
+          return transactionRaw(true, body, (materialised) => {
+            if (materialised) registered.delete(id)
+          }).pipe(failures("append", location), Effect.asVoid)
+        }),
 
       load,
 
@@ -745,10 +1064,10 @@ export const makeSqliteStore = (
             yield* storedHeader(row)
             const below = Option.match(yield* countBelow({ id, seq: fromSeq }), { onNone: () => 0, onSome: (r) => r.n })
             if (below !== Math.min(fromSeq, row.next_seq)) return undefined
-            const rows = yield* findEvents({ id, fromSeq })
-            const lastSeq = rows.length === 0 ? below - 1 : rows[rows.length - 1].seq
+            const scan = yield* scanEvents(id, fromSeq)
+            const lastSeq = scan.rows === 0 ? below - 1 : scan.lastSeq
             if (row.next_seq !== lastSeq + 1) return undefined
-            const scanned = scanRows(rows, fromSeq, location)
+            const scanned = scan.result()
             if (scanned instanceof StoreCorrupt || scanned.tornTail !== undefined) return undefined
             return scanned.events
           })
@@ -766,7 +1085,7 @@ export const makeSqliteStore = (
       }),
 
       list: Effect.fn("SqliteStore.list")(function*() {
-        const rows = yield* listSessions(undefined).pipe(
+        const rows = yield* exclusive(onStoreConnection(listSessions(undefined))).pipe(
           Effect.mapError((e) => e instanceof SqlError ? storeFailure("list", e) : new StoreFailure({ method: "list", cause: e }))
         )
         const headers: Array<SessionHeader> = []
@@ -798,7 +1117,7 @@ export const makeSqliteStore = (
           const row = found.value
           if (String(row.revision) !== revision) return yield* staleRevision(id, revision, row)
           // recompute the torn point under the write lock
-          const scanned = scanSession(row, yield* findEvents({ id, fromSeq: 0 }))
+          const scanned = scanSession(row, yield* scanEvents(id, 0))
           if (scanned instanceof StoreCorrupt) return yield* scanned
           const now = scanned.tornTail
           if (now === undefined || now.fromSeq !== tornTail.fromSeq || now.reason !== tornTail.reason) {
@@ -832,11 +1151,13 @@ export const makeSqliteStore = (
           const row = found.value
           if (String(row.revision) !== revision) return yield* staleRevision(id, revision, row)
           // the previous content as JSONL text (§7.4.2); a defective row is kept as stored
-          const rows = yield* findEvents({ id, fromSeq: 0 })
+          const rows = yield* allEventRows(id)
           let content = encodeJson(headerRecord(headerFromRow(row) as SessionHeader) as Json) + "\n"
           for (let i = 0; i < rows.length; i++) {
             const verdict = rowToEvent(rows[i], i, location)
-            content += (verdict._tag === "Ok" ? encodeEvent(verdict.event) : rawLine(rows[i])) + "\n"
+            content += (typeof verdict === "object" && !(verdict instanceof StoreCorrupt)
+              ? encodeEvent(verdict)
+              : rawLine(rows[i])) + "\n"
           }
           yield* sql`INSERT INTO session_backups ${
             sql.insert({ session_id: id, taken_at: takenAt, reason: backup, content })
@@ -854,8 +1175,7 @@ export const makeSqliteStore = (
                        next_seq = ${checked.events.length},
                        revision = revision + 1
                      WHERE id = ${id}`
-          const [conn] = yield* SqlClient.TransactionConnection
-          yield* insertEventRows(conn, id, checked.events)
+          yield* insertEventRows(conn, id, checked.events, checked.lines)
         })
         yield* transaction(true, body).pipe(failures("replaceLog", location))
       })
@@ -865,10 +1185,10 @@ export const makeSqliteStore = (
 
 /** A defective stored row as a JSONL line in §1.1 key order, from the column text as stored. */
 const rawLine = (r: EventRow): string => {
-  let line = `{"type":${encodeJson(r.type)},"seq":${r.seq},"time":${r.time},"data":${r.data}`
-  if (r.source_event_seqs !== null) line += `,"sourceEventSeqs":${r.source_event_seqs}`
-  if (r.surface_op !== null) line += `,"surfaceOp":${r.surface_op}`
-  if (r.ignorable !== null) line += `,"ignorable":true`
+  let line = `{"type":${encodeJson(r[1])},"seq":${r[0]},"time":${r[2]},"data":${r[3]}`
+  if (r[4] !== null) line += `,"sourceEventSeqs":${r[4]}`
+  if (r[5] !== null) line += `,"surfaceOp":${r[5]}`
+  if (r[6] !== null) line += `,"ignorable":true`
   return line + "}"
 }
 

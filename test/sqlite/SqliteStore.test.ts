@@ -3,6 +3,7 @@ import { NodeContext } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as fc from "effect/FastCheck"
 import { createRequire } from "node:module"
 import {
   APPLICATION_ID,
@@ -15,6 +16,8 @@ import {
 import { encodeEvent } from "../../src/schema/EventCodec.js"
 import type { Event } from "../../src/schema/Events.js"
 import * as Session from "../../src/services/Session.js"
+import { anyValidLog, asEvents } from "../arbitraries.js"
+import { partition } from "../store-contract/contract.js"
 
 // ---------------------------------------------------------------------------------------------
 // helpers: a raw better-sqlite3 connection to set up and inspect files behind the store's back
@@ -585,4 +588,283 @@ describe("SqliteStore", () => {
       const e = yield* Effect.flip(storeOn(file + "/no/such/dir/x.db"))
       assert.strictEqual(e._tag, "StoreFailure")
     }).pipe(Effect.provide(NodeContext.layer)))
+
+  describe("read and write paths", () => {
+    /** The stored columns of every row, in seq order. */
+    const storedRows = (file: string, id: string) =>
+      withRaw(file, (db) =>
+        db.prepare(
+          "SELECT seq, type, time, data, source_event_seqs, surface_op, ignorable FROM events WHERE session_id = ? ORDER BY seq"
+        ).all(id))
+
+    /** The §7.5 column encodings of an event, computed independently of the store. */
+    const expectedRow = (e: Event) => ({
+      seq: e.seq,
+      type: e.type,
+      time: e.time,
+      data: JSON.stringify(e.data),
+      source_event_seqs: e.sourceEventSeqs === undefined ? null : JSON.stringify(e.sourceEventSeqs),
+      surface_op: e.surfaceOp === undefined ? null : JSON.stringify(e.surfaceOp),
+      ignorable: e.ignorable === true ? 1 : null
+    })
+
+    // events whose type or data contain the text of envelope keys around `data`
+    const mimics: ReadonlyArray<Event> = [
+      ev(0, "x/,\"data\":{\"a\":1}", { v: ",\"data\":" }, { ignorable: true }),
+      ev(1, "x/\"quoted\" \\ type", { tail: "\"},\"surfaceOp\":\"append\"}" }, { ignorable: true }),
+      ev(2, "user/message", {
+        id: "u",
+        role: "user",
+        content: [{ type: "text", text: ",\"sourceEventSeqs\":[1],\"surfaceOp\":\"append\",\"ignorable\":true}" }]
+      }, { surfaceOp: "append", sourceEventSeqs: [0, 1] }),
+      ev(3, "x/y", "a string with } and ,\"ignorable\":true", { ignorable: true }),
+      ev(4, "x/y", [1, 2.5, -3e-7, "\u0000\ud800"], { ignorable: true }),
+      ev(5, "x/y", null, { ignorable: true, sourceEventSeqs: [4] }),
+      ev(6, "user/message", { id: "v", role: "user", content: [{ type: "text", text: "r" }] }, {
+        surfaceOp: { op: "replace", start: 2, end: 2 },
+        sourceEventSeqs: [2]
+      })
+    ]
+
+    it.scoped("§7.5 column encodings hold for events mimicking the envelope frame (single appends, a batch, replaceLog)", () =>
+      Effect.gen(function*() {
+        const file = yield* tempFile()
+        const store = yield* storeOn(file)
+        yield* store.create(header("single"))
+        for (const e of mimics) yield* store.append("single", [e], { expectedSeq: e.seq })
+        yield* store.create(header("batch"))
+        yield* store.append("batch", mimics, { expectedSeq: 0 })
+        const want = mimics.map(expectedRow)
+        assert.deepStrictEqual(yield* storedRows(file, "single"), want)
+        assert.deepStrictEqual(yield* storedRows(file, "batch"), want)
+        const loaded = yield* store.load("batch")
+        assert.deepStrictEqual(encoded(loaded.events), encoded(mimics))
+        yield* store.replaceLog("batch", loaded.header, mimics.slice(0, 3), { revision: loaded.revision, backup: "test" })
+        assert.deepStrictEqual(yield* storedRows(file, "batch"), want.slice(0, 3))
+      }).pipe(Effect.provide(NodeContext.layer)))
+
+    it.scoped("§7.5 column encodings of session-built (trusted) events equal an independent encoding", () =>
+      Effect.gen(function*() {
+        const file = yield* tempFile()
+        const written = yield* Effect.scoped(
+          Effect.gen(function*() {
+            const s = yield* Session.create({ id: "trusted" })
+            yield* s.append("turn/start", { turn: 1 })
+            yield* s.append("user/message", {
+              id: "u1",
+              role: "user",
+              content: [{ type: "text", text: "a \"quoted\" ,\"data\": text }" }],
+              source: { kind: "user" }
+            }, { surfaceOp: "append" })
+            yield* s.append("user/message", {
+              id: "u2",
+              role: "user",
+              content: [{ type: "text", text: "summary" }],
+              source: { kind: "plugin", plugin: "compact" }
+            }, { surfaceOp: { op: "replace", start: 1, end: 1 }, sourceEventSeqs: [1] })
+            return yield* s.events
+          }).pipe(Effect.provide(layerSqliteStore({ filename: file })))
+        )
+        assert.deepStrictEqual(yield* storedRows(file, "trusted"), written.map(expectedRow))
+      }).pipe(Effect.provide(NodeContext.layer)))
+
+    it.scoped.prop(
+      "§7.5 random valid logs under random batch partitions: every stored column is the JSON text of its field",
+      { log: anyValidLog, sizes: fc.array(fc.integer({ min: 1, max: 7 }), { maxLength: 6 }) },
+      ({ log, sizes }) =>
+        Effect.gen(function*() {
+          const file = yield* tempFile()
+          const store = yield* storeOn(file)
+          const events = asEvents(log.events)
+          yield* store.create(header("p"))
+          let next = 0
+          for (const batch of partition(events, sizes)) {
+            yield* store.append("p", batch, { expectedSeq: next })
+            next += batch.length
+          }
+          assert.deepStrictEqual(yield* storedRows(file, "p"), events.map(expectedRow))
+          assert.deepStrictEqual(encoded((yield* store.load("p")).events), encoded(events))
+        }).pipe(Effect.provide(NodeContext.layer)),
+      { fastCheck: { numRuns: 15 } }
+    )
+
+    const many = (n: number, from = 0) => Array.from({ length: n }, (_, i) => ev(from + i, "x/e", { i: from + i }, { ignorable: true }))
+
+    it.scoped("load and readFrom across read pages: 2,500 rows round-trip; a defect in a later page is found", () =>
+      Effect.gen(function*() {
+        const file = yield* tempFile()
+        const store = yield* storeOn(file)
+        yield* store.create(header("pages"))
+        const events = many(2_500)
+        yield* store.append("pages", events, { expectedSeq: 0 })
+        const loaded = yield* store.load("pages")
+        assert.deepStrictEqual(encoded(loaded.events), encoded(events))
+        assert.strictEqual(loaded.tornTail, undefined)
+        assert.deepStrictEqual(encoded(yield* store.readFrom("pages", 999)), encoded(events.slice(999)))
+        assert.deepStrictEqual(encoded(yield* store.readFrom("pages", 2_000)), encoded(events.slice(2_000)))
+        // L3: a row in the third page that does not parse
+        yield* withRaw(file, (db) => db.prepare("UPDATE events SET data = '{' WHERE seq = 2100").run())
+        const torn = yield* store.load("pages")
+        assert.strictEqual(torn.events.length, 2_100)
+        assert.deepStrictEqual(torn.tornTail, { fromSeq: 2_100, reason: "unparsable", position: 2_100 })
+        assert.strictEqual((yield* store.readFrom("pages", 1_500)).length, 600)
+        // L2: the same defect before a turn/end further on
+        yield* withRaw(file, (db) =>
+          db.prepare("UPDATE events SET type = 'turn/end', data = ?, ignorable = NULL WHERE seq = 2499").run(
+            "{\"turn\":1,\"reason\":{\"kind\":\"completed\"}}"
+          ))
+        const corrupt = yield* Effect.flip(store.load("pages"))
+        assert.strictEqual(corrupt._tag, "StoreCorrupt")
+        assert.strictEqual(corrupt.rule, "L2")
+        // L3: a seq gap in the second page
+        yield* withRaw(file, (db) => db.prepare("DELETE FROM events WHERE seq >= 1500").run())
+        yield* withRaw(file, (db) => db.prepare("UPDATE sessions SET next_seq = 1500").run())
+        yield* withRaw(file, (db) => db.prepare("DELETE FROM events WHERE seq = 1200").run())
+        const gap = yield* store.load("pages")
+        assert.deepStrictEqual(gap.tornTail, { fromSeq: 1_200, reason: "seq-gap", position: 1_200 })
+        assert.strictEqual(gap.events.length, 1_200)
+      }).pipe(Effect.provide(NodeContext.layer)))
+
+    it.scoped("L9 a -0 is found at any depth with its exact path; deeply nested values round-trip", () =>
+      Effect.gen(function*() {
+        const file = yield* tempFile()
+        const store = yield* storeOn(file)
+        const nested = (depth: number, leaf: string) => "[".repeat(depth) + leaf + "]".repeat(depth)
+        const cases: ReadonlyArray<readonly [string, string]> = [
+          ["{\"a\":{\"b\":[1,-0]}}", "/data/a/b/1"],
+          [nested(200, "-0"), "/data" + "/0".repeat(200)],
+          [nested(70, "{\"k\":1e999}"), "/data" + "/0".repeat(70) + "/k"]
+        ]
+        for (const [i, [text, path]] of cases.entries()) {
+          const id = `deep-${i}`
+          yield* store.create(header(id))
+          yield* store.append(id, [ev(0)], { expectedSeq: 0 })
+          yield* withRaw(file, (db) => db.prepare("UPDATE events SET data = ? WHERE session_id = ?").run(text, id))
+          const e = yield* Effect.flip(store.load(id))
+          assert.strictEqual(e._tag, "StoreCorrupt")
+          assert.strictEqual(e.rule, "L9")
+          const cause = (e as { readonly cause?: { readonly _tag?: string; readonly path?: string } }).cause
+          assert.strictEqual(cause?._tag, "NotLosslessJson")
+          assert.strictEqual(cause?.path, path)
+        }
+        let deep: unknown = { leaf: [1, "x", null, true] }
+        for (let d = 0; d < 5_000; d++) deep = d % 2 === 0 ? [deep] : { d: deep }
+        yield* store.create(header("deep-ok"))
+        const events = [ev(0, "x/deep", deep, { ignorable: true })]
+        yield* store.append("deep-ok", events, { expectedSeq: 0 })
+        const loaded = yield* store.load("deep-ok")
+        assert.deepStrictEqual(encoded(loaded.events), encoded(events))
+        // the loaded value is deep-frozen like every walked value
+        let node: unknown = (loaded.events[0] as Event).data
+        let frozen = true
+        while (typeof node === "object" && node !== null) {
+          frozen &&= Object.isFrozen(node)
+          node = Array.isArray(node) ? node[0] : (node as Record<string, unknown>).d ?? (node as Record<string, unknown>).leaf
+        }
+        assert.isTrue(frozen)
+      }).pipe(Effect.provide(NodeContext.layer)))
+
+    it.scoped("L2 seqs beyond 2^53 written behind the store's back: the paged load terminates with StoreCorrupt", () =>
+      Effect.gen(function*() {
+        const file = yield* tempFile()
+        const store = yield* storeOn(file)
+        yield* store.create(header("huge"))
+        yield* store.append("huge", many(999), { expectedSeq: 0 })
+        yield* withRaw(file, (db) =>
+          db.exec(
+            "INSERT INTO events (session_id, seq, type, time, data) VALUES " +
+              "('huge', 9007199254740992, 'x/e', 1, '{}'), ('huge', 9007199254740993, 'x/e', 1, '{}'), " +
+              "('huge', 9007199254740994, 'x/e', 1, '{}')"
+          ))
+        const e = yield* Effect.flip(store.load("huge"))
+        assert.strictEqual(e._tag, "StoreCorrupt")
+        assert.strictEqual(e.rule, "L2")
+      }).pipe(Effect.provide(NodeContext.layer)))
+
+    it.scoped("C7 a row already stored at expectedSeq: the append fails and next_seq and revision stay", () =>
+      Effect.gen(function*() {
+        const file = yield* tempFile()
+        const store = yield* storeOn(file)
+        yield* store.create(header("pk"))
+        yield* store.append("pk", [ev(0)], { expectedSeq: 0 })
+        yield* store.append("pk", [ev(1)], { expectedSeq: 1 })
+        assert.strictEqual((yield* store.load("pk")).revision, "2")
+        // a row at seq 2 behind the store's back (next_seq stays 2)
+        yield* withRaw(file, (db) =>
+          db.prepare("INSERT INTO events (session_id, seq, type, time, data) VALUES ('pk', 2, 'x/e', 1, '{}')").run())
+        const e = yield* Effect.flip(store.append("pk", [ev(2), ev(3)], { expectedSeq: 2 }))
+        assert.strictEqual(e._tag, "AppendConflict")
+        assert.strictEqual(e.rule, "C7")
+        const row = yield* withRaw(file, (db) => db.prepare("SELECT next_seq, revision FROM sessions WHERE id = 'pk'").get())
+        assert.deepStrictEqual(row, { next_seq: 2, revision: 2 })
+        assert.strictEqual((yield* storedRows(file, "pk")).length, 3)
+      }).pipe(Effect.provide(NodeContext.layer)))
+
+    it.scoped("concurrent first appends of a registered session: one materialises it, the others are C7", () =>
+      Effect.gen(function*() {
+        const file = yield* tempFile()
+        const store = yield* storeOn(file)
+        yield* store.create(header("first"))
+        const results = yield* Effect.all(
+          Array.from({ length: 6 }, (_, k) => Effect.exit(store.append("first", [ev(0, "turn/start", { k })], { expectedSeq: 0 }))),
+          { concurrency: "unbounded" }
+        )
+        assert.strictEqual(results.filter(Exit.isSuccess).length, 1)
+        for (const r of results) {
+          if (Exit.isFailure(r)) {
+            const e = yield* Effect.flip(r)
+            assert.strictEqual(e._tag, "AppendConflict")
+            assert.strictEqual(e.rule, "C7")
+          }
+        }
+        const loaded = yield* store.load("first")
+        assert.strictEqual(loaded.events.length, 1)
+        assert.strictEqual(loaded.revision, "1")
+      }).pipe(Effect.provide(NodeContext.layer)))
+
+    it.scoped("append is a description: building it checks and writes nothing; run twice, the second run is C7", () =>
+      Effect.gen(function*() {
+        const file = yield* tempFile()
+        const store = yield* storeOn(file)
+        yield* store.create(header("lazy-append"))
+        const bad = store.append("lazy-append", [ev(1)], { expectedSeq: 0 })
+        const good = store.append("lazy-append", [ev(0)], { expectedSeq: 0 })
+        assert.deepStrictEqual(yield* storedRows(file, "lazy-append"), [])
+        assert.strictEqual((yield* Effect.flip(bad)).rule, "C6")
+        yield* good
+        const again = yield* Effect.flip(good)
+        assert.strictEqual(again._tag, "AppendConflict")
+        assert.strictEqual(again.rule, "C7")
+        assert.strictEqual((yield* storedRows(file, "lazy-append")).length, 1)
+      }).pipe(Effect.provide(NodeContext.layer)))
+
+    it.scoped("operations of one store interleave safely: concurrent appends, creates, lists, loads and reads", () =>
+      Effect.gen(function*() {
+        const file = yield* tempFile()
+        const store = yield* storeOn(file)
+        const ids = ["w0", "w1", "w2", "w3"]
+        for (const id of ids) yield* store.create(header(id))
+        const writer = (id: string) =>
+          Effect.gen(function*() {
+            for (let b = 0; b < 20; b++) yield* store.append(id, many(25, b * 25), { expectedSeq: b * 25 })
+          })
+        const reader = (tag: string) =>
+          Effect.gen(function*() {
+            for (let r = 0; r < 20; r++) {
+              yield* store.list()
+              for (const id of ids) {
+                const loaded = yield* store.load(id)
+                assert.strictEqual(loaded.tornTail, undefined)
+                assert.strictEqual(loaded.events.length % 25, 0)
+                assert.strictEqual(loaded.revision, String(loaded.events.length / 25))
+                assert.strictEqual((yield* store.readFrom(id, 0)).length, loaded.events.length)
+              }
+              yield* store.create(header(`late-${tag}-${r}`, 9))
+            }
+          })
+        yield* Effect.all([...ids.map(writer), reader("a"), reader("b")], { concurrency: "unbounded" })
+        for (const id of ids) assert.deepStrictEqual(encoded((yield* store.load(id)).events), encoded(many(500)))
+        assert.deepStrictEqual((yield* store.list()).map((h) => h.id), ids)
+      }).pipe(Effect.provide(NodeContext.layer)))
+  })
 })
