@@ -31,7 +31,7 @@ import {
   UnknownEventType,
   type ValidationError
 } from "../schema/Errors.js"
-import { encodeEvent, markTrusted, orderEnvelope } from "../schema/EventCodec.js"
+import { encodeEvent, isOrderedEnvelope, markTrusted, orderEnvelope } from "../schema/EventCodec.js"
 import { type AppendOptions, type Event, isAppendSurfaceEvent, KNOWN_EVENT_TYPES } from "../schema/Events.js"
 import { DEFAULT_MAX_EVENT_BYTES, SESSION_FORMAT_VERSION } from "../schema/Format.js"
 import { deepFreeze, utf8Length, walkJson } from "../schema/Json.js"
@@ -172,7 +172,9 @@ export const validateSeed = (
           detail: `seed record ${i} has seq ${String(record.seq)}`
         })
       }
-      const event = markTrusted(orderEnvelope(deepFreeze(record)))
+      // records of a cold read are usually frozen and in §1.1 order already: no copy then
+      // (deepFreeze stops at a frozen record too, so both branches freeze the same)
+      const event = markTrusted(isOrderedEnvelope(record) ? record as unknown as Event : orderEnvelope(deepFreeze(record)))
       const plan = tracker.plan(event, i)
       if (!isPlan(plan)) return yield* plan
       for (const v of validators) yield* v.check(event, { logLength: i })
