@@ -280,7 +280,22 @@ const median = (xs: ReadonlyArray<number>): number => [...xs].sort((a, b) => a -
 
 const ratioOf = (r: Row) => r.higherIsBetter ? r.rawMs / r.ms : r.ms / r.rawMs
 
+/** One untimed round of each append path on a small workload, so no measured run starts with a cold JIT. */
+const warmUp = async () => {
+  const events = await eventsFor(Math.min(500, BATCHED))
+  for (const backend of ["sqlite", "jsonl"] as const) {
+    for (const batch of [1, BATCH]) {
+      await run(appendThroughStore(events, batch, { ms: 0 }), backend, fresh(backend))
+      if (backend === "sqlite") rawSqlite(events, batch)
+      else rawJsonl(events, batch)
+    }
+    await run(appendThroughSession(events.length, false), backend, fresh(backend))
+    await run(appendThroughSession(events.length, true), backend, fresh(backend))
+  }
+}
+
 const main = async () => {
+  await warmUp()
   const runs: Array<Array<Row>> = []
   for (let r = 0; r < RUNS; r++) runs.push(await measure(r))
   // medians over the runs (disk and scheduler noise is large here); the ratio is the median of
