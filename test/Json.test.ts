@@ -654,6 +654,31 @@ describe("Json parse", () => {
     expectFail(checkParsed(JSON.parse("{\"a\":{\"b\":-0}}"), "/data"), "A5", "/data/a/b")
   })
 
+  it("A5 checkParsed reports the exact path at any depth, across its recursive and iterative parts", () => {
+    for (const depth of [1, 63, 64, 65, 66, 130, 1_000]) {
+      // alternate arrays and objects down to a -0 leaf: [{"k":[{"k":...-0}]}]
+      let text = "-0"
+      let path = ""
+      for (let d = depth - 1; d >= 0; d--) {
+        text = d % 2 === 0 ? `[1,${text}]` : `{"a":1,"k":${text}}`
+        path = (d % 2 === 0 ? "/1" : "/k") + path
+      }
+      expectFail(checkParsed(JSON.parse(text), "/data"), "A5", `/data${path}`)
+      const fine = JSON.parse(text.replace("-0", "0")) as unknown
+      assert.strictEqual(expectOk(checkParsed(fine, "/data")), fine)
+      let node: unknown = fine
+      for (let d = 0; d < depth; d++) {
+        assert.isTrue(Object.isFrozen(node), `frozen at depth ${d}`)
+        node = d % 2 === 0 ? (node as Array<unknown>)[1] : (node as Record<string, unknown>).k
+      }
+    }
+    // 100,000 levels: no stack overflow
+    const deep = JSON.parse("[".repeat(100_000) + "]".repeat(100_000)) as unknown
+    assert.strictEqual(expectOk(checkParsed(deep)), deep)
+    const deepFail = checkParsed(JSON.parse("[".repeat(100_000) + "1e400" + "]".repeat(100_000)))
+    assert.isTrue(deepFail._tag === "Fail" && deepFail.rule === "A4" && deepFail.path === "/0".repeat(100_000))
+  })
+
   const rawLiteral = fc.constantFrom("-0", "-0.0", "-0e10", "1e400", "-1e400", "1e-400", "-1e-400", "0", "12")
   const withRaw: fc.Arbitrary<string> = fc
     .letrec<{ node: unknown }>((tie) => ({

@@ -321,7 +321,60 @@ const attach = (copy: Container, keys: Keys | null, i: number, value: unknown): 
 }
 
 /** Check-and-freeze in place for values fresh from JSON.parse (only -0 and ±Infinity can be violations there); same verdict as walkJson. */
-export const checkParsed = (value: unknown, basePath: string = ""): WalkResult => {
+export const checkParsed = (value: unknown, basePath: string = ""): WalkResult =>
+  typeof value === "object" && value !== null && parsedLossless(value, 0)
+    ? ok(value as Json)
+    : checkParsedIterative(value, basePath)
+
+/** Below this depth `parsedLossless` recurses; deeper subtrees go to the iterative check. */
+const RECURSION_LIMIT = 64
+
+/** True for a scalar `checkParsed` accepts (a finite number other than -0, a string, a boolean, null). */
+const losslessScalar = (x: unknown): boolean => {
+  switch (typeof x) {
+    case "number":
+      return x === x && x !== Infinity && x !== -Infinity && !(x === 0 && 1 / x < 0)
+    case "string":
+    case "boolean":
+      return true
+    default:
+      return x === null
+  }
+}
+
+/**
+ * The fast path of `checkParsed` (true = Ok), freezing containers in place like it but without
+ * its four heap stacks per value (most parsed values are shallow): recursive up to
+ * RECURSION_LIMIT levels, iterative below. On false, the iterative check reports the failure.
+ */
+const parsedLossless = (v: object, depth: number): boolean => {
+  if (isArray(v)) {
+    const arr = v as ReadonlyArray<unknown>
+    for (let i = 0; i < arr.length; i++) {
+      const x = arr[i]
+      if (typeof x === "object" && x !== null) {
+        if (depth >= RECURSION_LIMIT ? checkParsedIterative(x, "")._tag !== "Ok" : !parsedLossless(x, depth + 1)) {
+          return false
+        }
+      } else if (!losslessScalar(x)) return false
+    }
+  } else {
+    const o = v as Record<string, unknown>
+    const keys = objectKeys(o)
+    for (let i = 0; i < keys.length; i++) {
+      const x = o[keys[i]]
+      if (typeof x === "object" && x !== null) {
+        if (depth >= RECURSION_LIMIT ? checkParsedIterative(x, "")._tag !== "Ok" : !parsedLossless(x, depth + 1)) {
+          return false
+        }
+      } else if (!losslessScalar(x)) return false
+    }
+  }
+  freeze(v)
+  return true
+}
+
+const checkParsedIterative = (value: unknown, basePath: string): WalkResult => {
   if (typeof value !== "object" || value === null) {
     const rule = scalarRule(value)
     return rule === undefined ? ok(value as Json) : fail(rule, basePath, scalarDetail(rule, value))
