@@ -22,7 +22,7 @@ import {
   StoreCorrupt,
   StoreFailure
 } from "../schema/Errors.js"
-import { encodeEvent, orderEnvelope } from "../schema/EventCodec.js"
+import { encodeEvent, isOrderedEnvelope, orderEnvelope } from "../schema/EventCodec.js"
 import { ENVELOPE_KEYS, type Event } from "../schema/Events.js"
 import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES } from "../schema/Format.js"
 import { encodeJson, type Json, parseJson } from "../schema/Json.js"
@@ -192,10 +192,13 @@ type ParsedLine =
     readonly violation?: { readonly rule: string; readonly path: string; readonly detail: string }
   }
 
+/** fatal: invalid UTF-8 is a defect; ignoreBOM keeps a BOM so that it fails the parse. */
+const lineDecoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
+
 const decodeUtf8 = (bytes: Uint8Array): string | undefined => {
   try {
-    // fatal: invalid UTF-8 is a defect; ignoreBOM keeps a BOM so that it fails the parse
-    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes)
+    // one whole line per call (no streaming state carried from call to call)
+    return lineDecoder.decode(bytes)
   } catch {
     return undefined
   }
@@ -223,6 +226,8 @@ const parseLine = (text: string): ParsedLine => {
 
 /** Reorder a stored record's envelope keys (§1.1) when it is a complete, closed envelope. */
 const reorder = (r: Rec): unknown => {
+  // the common case: written by this library, parsed and frozen, keys already in order
+  if (isOrderedEnvelope(r)) return r
   for (const key of Object.keys(r)) if (!envelopeKeySet.has(key)) return r
   if (!("type" in r && "seq" in r && "time" in r && "data" in r)) return r
   return orderEnvelope(r)

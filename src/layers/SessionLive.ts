@@ -174,7 +174,11 @@ export const validateSeed = (
       }
       // records of a cold read are usually frozen and in §1.1 order already: no copy then
       // (deepFreeze stops at a frozen record too, so both branches freeze the same)
-      const event = markTrusted(isOrderedEnvelope(record) ? record as unknown as Event : orderEnvelope(deepFreeze(record)))
+      const ordered = isOrderedEnvelope(record) ? record as unknown as Event : orderEnvelope(deepFreeze(record))
+      // a cold read's events are not registered as trusted: a WeakSet entry per stored event
+      // costs a resume more (insertion plus GC work) than the few later store writes of those
+      // events (a v0 upgrade's replaceLog) save by skipping their walk
+      const event = options.coldRead === true ? ordered : markTrusted(ordered)
       const plan = tracker.plan(event, i)
       if (!isPlan(plan)) return yield* plan
       for (const v of validators) yield* v.check(event, { logLength: i })
