@@ -81,6 +81,26 @@ const encoded = (events: ReadonlyArray<unknown>) => events.map((e) => encodeEven
 
 // ---------------------------------------------------------------------------------------------
 
+
+/** A turn start, a user message with `text`, and a replacing summary of it; returns the log. */
+const appendSample = (s: Session.SessionShape, text: string) =>
+  Effect.gen(function*() {
+    yield* s.append("turn/start", { turn: 1 })
+    yield* s.append("user/message", {
+      id: "u1",
+      role: "user",
+      content: [{ type: "text", text }],
+      source: { kind: "user" }
+    }, { surfaceOp: "append" })
+    yield* s.append("user/message", {
+      id: "u2",
+      role: "user",
+      content: [{ type: "text", text: "summary" }],
+      source: { kind: "plugin", plugin: "compact" }
+    }, { surfaceOp: { op: "replace", start: 1, end: 1 }, sourceEventSeqs: [1] })
+    return yield* s.events
+  })
+
 describe("SqliteStore", () => {
   it.scoped("Session.create / append / open round trip on a file", () =>
     Effect.gen(function*() {
@@ -89,20 +109,7 @@ describe("SqliteStore", () => {
       const written = yield* Effect.scoped(
         Effect.gen(function*() {
           const s = yield* Session.create({ id: "round-trip", header: { cwd: "/tmp/x", delegationDepth: 0 } })
-          yield* s.append("turn/start", { turn: 1 })
-          yield* s.append("user/message", {
-            id: "u1",
-            role: "user",
-            content: [{ type: "text", text: "hi \u0000 'quoted' \"double\" \\ ✓ 🙂" }],
-            source: { kind: "user" }
-          }, { surfaceOp: "append" })
-          yield* s.append("user/message", {
-            id: "u2",
-            role: "user",
-            content: [{ type: "text", text: "summary" }],
-            source: { kind: "plugin", plugin: "compact" }
-          }, { surfaceOp: { op: "replace", start: 1, end: 1 }, sourceEventSeqs: [1] })
-          return yield* s.events
+          return yield* appendSample(s, "hi \u0000 'quoted' \"double\" \\ ✓ 🙂")
         }).pipe(Effect.provide(layer))
       )
       // a second, independent store instance (fresh connection) reads it back
@@ -649,20 +656,7 @@ describe("SqliteStore", () => {
         const written = yield* Effect.scoped(
           Effect.gen(function*() {
             const s = yield* Session.create({ id: "trusted" })
-            yield* s.append("turn/start", { turn: 1 })
-            yield* s.append("user/message", {
-              id: "u1",
-              role: "user",
-              content: [{ type: "text", text: "a \"quoted\" ,\"data\": text }" }],
-              source: { kind: "user" }
-            }, { surfaceOp: "append" })
-            yield* s.append("user/message", {
-              id: "u2",
-              role: "user",
-              content: [{ type: "text", text: "summary" }],
-              source: { kind: "plugin", plugin: "compact" }
-            }, { surfaceOp: { op: "replace", start: 1, end: 1 }, sourceEventSeqs: [1] })
-            return yield* s.events
+            return yield* appendSample(s, "a \"quoted\" ,\"data\": text }")
           }).pipe(Effect.provide(layerSqliteStore({ filename: file })))
         )
         assert.deepStrictEqual(yield* storedRows(file, "trusted"), written.map(expectedRow))
