@@ -30,10 +30,12 @@ export interface LockContext {
 
 /**
  * A lock's `at` is its template's: at most this old when the lock is taken (the smaller of
- * `staleLockMs / 4` and 1 s), so a process configured with a shorter `staleLockMs` than ours does
- * not judge a lock we just took stale. Costs one template write per second of appending.
+ * `staleLockMs / 4` and 100 ms). Other processes judge staleness with their own `staleLockMs`, so
+ * the template's age must stay far below any sane setting (a lock held for an fsync can already
+ * take tens of milliseconds): a lock we just took never looks stale to a process configured with a
+ * short `staleLockMs`. Costs at most one template write per 100 ms of appending.
  */
-export const templateAgeMs = (staleLockMs: number): number => Math.min(staleLockMs / 4, 1_000)
+export const templateAgeMs = (staleLockMs: number): number => Math.min(staleLockMs / 4, 100)
 
 /** This process's current template per root (its content names the process, so it is shared). */
 const templates = new Map<string, { readonly path: string; readonly at: number }>()
@@ -200,7 +202,8 @@ export const acquireLock = (ctx: LockContext, lock: string, method: string): Eff
       if (now - start >= ctx.lockTimeoutMs) {
         return yield* new StoreFailure({ rule: "S6", method, cause: "lock timeout", detail: lock })
       }
-      yield* Effect.sleep(delay)
+      // the wait may be interrupted (taking the lock is one synchronous link, never cut in half)
+      yield* Effect.interruptible(Effect.sleep(delay))
       delay = Math.min(delay * 2, 50)
     }
   }).pipe(Effect.withClock(wallClock))

@@ -1027,10 +1027,13 @@ export const makeJsonlStore = (
         }
         const conflict = seqConflict(id, expectedSeq, state.nextSeq)
         if (conflict !== undefined) return yield* conflict
-        const failure = batch.bytes >= STREAMED_WRITE_BYTES
-          ? yield* writeStreamed(file, batch, state.size)
-          : writeSync(file, batch, state.size)
-        const failed = settle(id, failure, { ino: state.ino, size: state.size + batch.bytes, nextSeq: expectedSeq + count })
+        const after = { ino: state.ino, size: state.size + batch.bytes, nextSeq: expectedSeq + count }
+        const size = state.size
+        // the write and its settlement (cache, S7/S8, suspect) in one uninterruptible region: an
+        // interruption must not leave a rolled-back or suspect write looking durable
+        const failed = batch.bytes >= STREAMED_WRITE_BYTES
+          ? yield* Effect.uninterruptible(Effect.map(writeStreamed(file, batch, size), (failure) => settle(id, failure, after)))
+          : settle(id, writeSync(file, batch, size), after)
         if (failed !== undefined) return yield* failed
       })
 
@@ -1042,14 +1045,19 @@ export const makeJsonlStore = (
     const appendExisting = (id: string, expectedSeq: number, count: number, batch: Batch) => {
       const { file, lock } = fileOf(id)
       const release = () => Effect.sync(() => unlock(lockContext, lock))
+      const locked = Effect.acquireUseRelease(
+        acquireLock(lockContext, lock, "append"),
+        () => appendLocked(id, file, expectedSeq, count, batch),
+        release
+      )
       const waitForLock = () =>
         serialised(
           id,
-          Effect.acquireUseRelease(
-            acquireLock(lockContext, lock, "append"),
-            () => appendLocked(id, file, expectedSeq, count, batch),
-            release
-          )
+          // L11 before any lock is taken (the root itself may not exist yet); rechecked under it
+          Effect.suspend(() => {
+            const state = cachedState(id, file)
+            return state._tag === "SessionNotFound" ? Effect.fail(state) : locked
+          })
         )
       // large batches are streamed (async) on the slow path; so is anything another operation on
       // the id is busy with in this store instance
