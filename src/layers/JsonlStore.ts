@@ -1092,8 +1092,10 @@ export const makeJsonlStore = (
 
       // The hot path: untraced (a span costs about a third of the CPU of a single-event append),
       // and in the common case one synchronous step after the pre-checks.
-      append: (id, events, { expectedSeq }) =>
+      append: (id, events, options) =>
         Effect.suspend((): Effect.Effect<void, StoreAppendError> => {
+          // options read inside the suspend: even an untyped caller's mistake cannot throw here
+          const { expectedSeq } = options
           if (events.length === 0) return Effect.void
           const checked = precheckBatch(events, expectedSeq, { maxEventBytes })
           if ("_tag" in checked) return Effect.fail(checked)

@@ -140,7 +140,6 @@ const SchemaObject = Schema.Struct({
 })
 type SchemaObject = typeof SchemaObject.Type
 
-const CountRow = Schema.Struct({ n: Schema.Number })
 
 // Static SQL of the hot paths, run on the store's connection with bound parameters.
 
@@ -149,6 +148,9 @@ const INSERT_SESSION = "INSERT INTO sessions (id, version, created_at, cwd, pare
   "delegation_depth, agent_preset, next_seq, revision) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0)"
 const SELECT_EVENT_COLUMNS = "SELECT seq, type, time, data, source_event_seqs, surface_op, ignorable FROM events"
 const SELECT_EVENTS_PAGE = `${SELECT_EVENT_COLUMNS} WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?`
+/** The lower bound of a full read: below every seq a row can hold (INTEGER is 64-bit). */
+const LOWEST_SEQ = -9223372036854775808n
+
 const SELECT_EVENTS_REST = `${SELECT_EVENT_COLUMNS} WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT -1 OFFSET ?`
 const UPDATE_NEXT_SEQ = "UPDATE sessions SET next_seq = ?, revision = revision + 1 WHERE id = ?"
 /** The expected-seq check and the counter update in one statement: 0 changed rows = no match. */
@@ -345,32 +347,22 @@ const rowToEvent = (row: EventRow, expectedSeq: number, location: string): Event
   const seq = row[0]
   if (seq !== expectedSeq) return "seq-gap"
   if (!Number.isSafeInteger(row[2])) return "unparsable"
-  const data = parseColumn(row[3])
-  if (data === UNPARSABLE) return "unparsable"
-  if (data._tag === "Fail") return notLossless(seq, "data", data, location)
-  let sourceEventSeqs: unknown
-  if (row[4] !== null) {
-    const parsed = parseColumn(row[4])
-    if (parsed === UNPARSABLE) return "unparsable"
-    if (parsed._tag === "Fail") return notLossless(seq, "sourceEventSeqs", parsed, location)
-    sourceEventSeqs = parsed.value
-  }
-  let surfaceOp: unknown
-  if (row[5] === APPEND_MARKER_TEXT) surfaceOp = "append"
-  else if (row[5] !== null) {
-    const parsed = parseColumn(row[5])
-    if (parsed === UNPARSABLE) return "unparsable"
-    if (parsed._tag === "Fail") return notLossless(seq, "surfaceOp", parsed, location)
-    surfaceOp = parsed.value
-  }
-  // inconsistent columns: provenance must be an array, a marker a string or an object
-  if (sourceEventSeqs !== undefined && !Array.isArray(sourceEventSeqs)) return "unparsable"
-  if (
-    surfaceOp !== undefined && typeof surfaceOp !== "string" &&
-    (typeof surfaceOp !== "object" || surfaceOp === null || Array.isArray(surfaceOp))
-  ) return "unparsable"
   const ignorable = row[6]
   if (ignorable !== null && ignorable !== 1) return "unparsable"
+  // every JSON column must parse (else the row is a defect) before a lossless failure counts
+  // (L9 is for committed-looking records only); marker and provenance shapes are the seed
+  // validation's business (L9 there), as for a JSONL line
+  const data = parseColumn(row[3])
+  if (data === UNPARSABLE) return "unparsable"
+  const provenance = row[4] === null ? undefined : parseColumn(row[4])
+  if (provenance === UNPARSABLE) return "unparsable"
+  const marker = row[5] === null || row[5] === APPEND_MARKER_TEXT ? undefined : parseColumn(row[5])
+  if (marker === UNPARSABLE) return "unparsable"
+  if (data._tag === "Fail") return notLossless(seq, "data", data, location)
+  if (provenance?._tag === "Fail") return notLossless(seq, "sourceEventSeqs", provenance, location)
+  if (marker?._tag === "Fail") return notLossless(seq, "surfaceOp", marker, location)
+  const sourceEventSeqs: unknown = provenance?.value
+  const surfaceOp: unknown = row[5] === APPEND_MARKER_TEXT ? "append" : marker?.value
   // one object literal per envelope shape: stable hidden classes for 100,000 retained envelopes
   let out: object
   if (ignorable === 1) {
@@ -414,6 +406,16 @@ class RowScan {
     for (let i = 0; i < page.length; i++) {
       const row = page[i]
       if (!isEventRow(row)) return undecodable(this.location, row)
+      if (row[0] < 0) {
+        // written by something else: truncating a torn tail (seq >= fromSeq) could never remove
+        // it, so it is corruption wherever it is, never a torn tail
+        return new StoreCorrupt({
+          rule: "L2",
+          seq: row[0],
+          location: this.location,
+          detail: `a row with the negative seq ${row[0]}`
+        })
+      }
       const expected = this.firstSeq + this.rows
       this.rows++
       this.lastSeq = row[0]
@@ -688,6 +690,9 @@ export const makeSqliteStore = (
     // Scope each time (~12 µs, about what the rest of a single-event append costs).
     const conn: Connection = yield* sql.reserve.pipe(Effect.mapError((e) => storeFailure("open", e)))
     const withLock = (yield* Effect.makeSemaphore(1)).withPermits(1)
+    // closing the store waits for the operation in flight (finalizers run in reverse order, so
+    // this one runs before the connection is released and closed)
+    yield* Effect.addFinalizer(() => withLock(Effect.void))
     const onConnection = [conn, 0] as const
 
     /** Run `effect` alone on the store's connection: waiting for it is interruptible, running is not. */
@@ -758,10 +763,14 @@ export const makeSqliteStore = (
      * no row Schema: 100,000 rows per resume): pages keep the rows short-lived, the
      * classification builds each envelope once.
      */
-    const scanEvents = (id: string, fromSeq: number) =>
+    /**
+     * Every row of a session, classified page by page. The reads start below any seq (a row with
+     * a negative seq, written by something else, is a defect like any other, never invisible).
+     */
+    const scanEvents = (id: string) =>
       Effect.gen(function*() {
-        const scan = new RowScan(fromSeq, location)
-        let from = fromSeq
+        const scan = new RowScan(0, location)
+        let from: number | bigint = LOWEST_SEQ
         for (;;) {
           const page = yield* conn.executeValues(SELECT_EVENTS_PAGE, [id, from, PAGE_ROWS])
           const bad = scan.feed(page)
@@ -770,7 +779,7 @@ export const makeSqliteStore = (
           from = scan.lastSeq + 1
           if (!Number.isSafeInteger(from)) {
             // a stored seq beyond 2^53 reads back rounded: take the rest by position instead
-            const rest = yield* conn.executeValues(SELECT_EVENTS_REST, [id, fromSeq, scan.rows])
+            const rest = yield* conn.executeValues(SELECT_EVENTS_REST, [id, LOWEST_SEQ, scan.rows])
             const worse = scan.feed(rest)
             if (worse !== undefined) return yield* worse
             return scan
@@ -781,7 +790,7 @@ export const makeSqliteStore = (
     /** Every row of a session, unclassified (replaceLog's backup keeps defective rows as stored). */
     const allEventRows = (id: string) =>
       Effect.gen(function*() {
-        const rows = yield* conn.executeValues(SELECT_EVENTS_REST, [id, 0, 0])
+        const rows = yield* conn.executeValues(SELECT_EVENTS_REST, [id, LOWEST_SEQ, 0])
         const out: Array<EventRow> = []
         for (const row of rows) {
           if (!isEventRow(row)) return yield* undecodable(location, row)
@@ -789,12 +798,6 @@ export const makeSqliteStore = (
         }
         return out
       })
-
-    const countBelow = SqlSchema.findOne({
-      Request: Schema.Struct({ id: Schema.String, seq: Schema.Number }),
-      Result: CountRow,
-      execute: ({ id, seq }) => sql`SELECT count(*) AS n FROM events WHERE session_id = ${id} AND seq < ${seq}`
-    })
 
     const listSessions = SqlSchema.findAll({
       Request: Schema.Void,
@@ -896,7 +899,7 @@ export const makeSqliteStore = (
         // L6: the stored id must be the requested one
         if (row.id !== id) return yield* new SessionNotFound({ rule: "L6", sessionId: id, detail: `stored id is "${row.id}"` })
         const header = yield* storedHeader(row)
-        const scanned = scanSession(row, yield* scanEvents(id, 0))
+        const scanned = scanSession(row, yield* scanEvents(id))
         if (scanned instanceof StoreCorrupt) return yield* scanned
         const result: LoadResult = {
           header,
@@ -981,8 +984,10 @@ export const makeSqliteStore = (
       // The hot path: untraced (a span costs about a third of a single-event append), static SQL
       // text with bound parameters on the store's connection (the template compiler and its span
       // cost ~10x the statement itself).
-      append: (id, events, { expectedSeq }) =>
+      append: (id, events, options) =>
         Effect.suspend((): Effect.Effect<void, StoreAppendError> => {
+          // options read inside the suspend: even an untyped caller's mistake cannot throw here
+          const { expectedSeq } = options
           if (events.length === 0) return Effect.void
           const checked = precheckBatch(events, expectedSeq, batchOptions)
           if ("_tag" in checked) return Effect.fail(checked)
@@ -1003,40 +1008,25 @@ export const makeSqliteStore = (
 
       load,
 
+      // The suffix of the whole read (§7.1): the rows below fromSeq are classified too (a defect
+      // there means a torn tail or L2, never a suffix read past it). K7 checks the returned suffix
+      // (SPEC §8.2 "seek reads"); a log of another version takes the sequential pipeline.
       readFrom: Effect.fn("SqliteStore.readFrom")(function*(id: string, fromSeq: number) {
-        // L10 first
         const bad = checkFromSeq(fromSeq)
         if (bad !== undefined) return yield* bad
-        // Seek: the suffix from `fromSeq`, when the stored prefix is gap-free and the suffix has
-        // no defect; anything else (a version-0 log, a torn tail, damage) takes the full read.
-        const seek = transaction(
-          false,
-          Effect.gen(function*() {
-            const found = yield* findSession(id)
-            if (Option.isNone(found)) return undefined
-            const row = found.value
-            if (row.version !== SESSION_FORMAT_VERSION || row.id !== id) return undefined
-            yield* storedHeader(row)
-            const below = Option.match(yield* countBelow({ id, seq: fromSeq }), { onNone: () => 0, onSome: (r) => r.n })
-            if (below !== Math.min(fromSeq, row.next_seq)) return undefined
-            const scan = yield* scanEvents(id, fromSeq)
-            const lastSeq = scan.rows === 0 ? below - 1 : scan.lastSeq
-            if (row.next_seq !== lastSeq + 1) return undefined
-            const scanned = scan.result()
-            if (scanned instanceof StoreCorrupt || scanned.tornTail !== undefined) return undefined
-            return scanned.events
-          })
-        ).pipe(failures("readFrom", location))
-        const events = yield* seek
-        if (events === undefined) return yield* readFromLoad(load)(id, fromSeq)
-        // K7 on the returned suffix
-        for (const e of events) {
+        const loaded = yield* load(id)
+        if (loaded.storedVersion !== SESSION_FORMAT_VERSION) {
+          return yield* readFromLoad(() => Effect.succeed(loaded))(id, fromSeq)
+        }
+        // a version-1 load of this store yields envelopes (rowToEvent) only
+        const suffix = loaded.events.slice(fromSeq) as ReadonlyArray<Event>
+        for (const e of suffix) {
           if (e.type === "request/header-delta" || e.type === "mode/set") continue
           if (!KNOWN_EVENT_TYPES.has(e.type) && e.ignorable !== true) {
             return yield* new UnknownEventType({ rule: "K7", seq: e.seq, eventType: e.type })
           }
         }
-        return events
+        return suffix
       }),
 
       list: Effect.fn("SqliteStore.list")(function*() {
@@ -1072,7 +1062,7 @@ export const makeSqliteStore = (
           const row = found.value
           if (String(row.revision) !== revision) return yield* staleRevision(id, revision, row)
           // recompute the torn point under the write lock
-          const scanned = scanSession(row, yield* scanEvents(id, 0))
+          const scanned = scanSession(row, yield* scanEvents(id))
           if (scanned instanceof StoreCorrupt) return yield* scanned
           const now = scanned.tornTail
           if (now === undefined || now.fromSeq !== tornTail.fromSeq || now.reason !== tornTail.reason) {

@@ -16,6 +16,7 @@ import {
 import { encodeEvent } from "../../src/schema/EventCodec.js"
 import type { Event } from "../../src/schema/Events.js"
 import * as Session from "../../src/services/Session.js"
+import { SessionStore } from "../../src/services/SessionStore.js"
 import { anyValidLog, asEvents } from "../arbitraries.js"
 import { partition } from "../store-contract/contract.js"
 
@@ -525,6 +526,61 @@ describe("SqliteStore", () => {
         const e = yield* Effect.flip(store.load("d"))
         assert.strictEqual(e._tag, "StoreCorrupt")
         assert.strictEqual(e.rule, "L2")
+      }).pipe(Effect.provide(NodeContext.layer)))
+
+    it.scoped("readFrom classifies the rows below fromSeq: the kept prefix's suffix past a torn tail, L2 before a later turn/end", () =>
+      Effect.gen(function*() {
+        const file = yield* tempFile()
+        const store = yield* seeded(file)
+        yield* withRaw(file, (db) => db.prepare("UPDATE events SET data = '{\"turn\":' WHERE seq = 1").run())
+        // the read's result is [ev(0)] (torn tail from 1): nothing at or after seq 2
+        assert.deepStrictEqual(yield* store.readFrom("d", 2), [])
+        assert.deepStrictEqual((yield* store.readFrom("d", 0)).map((e) => (e as Event).seq), [0])
+        const other = yield* tempFile()
+        const damaged = yield* seeded(other)
+        yield* damaged.append("d", [turnEnd(4)], { expectedSeq: 4 })
+        yield* withRaw(other, (db) => db.prepare("UPDATE events SET data = '{' WHERE seq = 1").run())
+        const e = yield* Effect.flip(damaged.readFrom("d", 3))
+        assert.strictEqual(e._tag, "StoreCorrupt")
+        assert.strictEqual((e as { rule: string }).rule, "L2")
+      }).pipe(Effect.provide(NodeContext.layer)))
+
+    it.scoped("a row whose JSON columns parse but hold odd markers is loaded as stored, like a JSONL line; Session.open refuses it as L9 and truncates nothing", () =>
+      Effect.gen(function*() {
+        const file = yield* tempFile()
+        const store = yield* storeOn(file)
+        yield* store.create(header("odd"))
+        const events = [ev(0), ev(1, "x/e", {}, { surfaceOp: 5, sourceEventSeqs: {}, ignorable: true })]
+        yield* store.append("odd", events, { expectedSeq: 0 })
+        const loaded = yield* store.load("odd")
+        assert.strictEqual(loaded.tornTail, undefined)
+        assert.deepStrictEqual(encoded(loaded.events), encoded(events))
+        const e = yield* Effect.flip(Effect.scoped(Session.open("odd").pipe(Effect.provideService(SessionStore, store))))
+        assert.strictEqual(e._tag, "StoreCorrupt")
+        assert.strictEqual((e as { rule: string }).rule, "L9")
+        assert.strictEqual((yield* withRaw(file, (db) => db.prepare("SELECT count(*) AS n FROM events").get()))?.n, 2)
+      }).pipe(Effect.provide(NodeContext.layer)))
+
+    it.scoped("a row with an unparsable column is a defect even when another of its columns fails the lossless walk", () =>
+      Effect.gen(function*() {
+        const file = yield* tempFile()
+        const store = yield* seeded(file)
+        yield* withRaw(file, (db) => db.prepare("UPDATE events SET data = '{\"turn\":-0}', surface_op = '{' WHERE seq = 3").run())
+        assert.deepStrictEqual((yield* store.load("d")).tornTail, { fromSeq: 3, reason: "unparsable", position: 3 })
+        yield* withRaw(file, (db) => db.prepare("UPDATE events SET surface_op = NULL WHERE seq = 3").run())
+        assert.strictEqual((yield* Effect.flip(store.load("d"))).rule, "L9")
+      }).pipe(Effect.provide(NodeContext.layer)))
+
+    it.scoped("L2 a row with a negative seq is corruption (a torn-tail truncation could never remove it)", () =>
+      Effect.gen(function*() {
+        const file = yield* tempFile()
+        const store = yield* seeded(file)
+        yield* withRaw(file, (db) =>
+          db.prepare("INSERT INTO events (session_id, seq, type, time, data) VALUES ('d', -1, 'turn/start', 1, '{')").run())
+        const e = yield* Effect.flip(store.load("d"))
+        assert.strictEqual(e._tag, "StoreCorrupt")
+        assert.strictEqual(e.rule, "L2")
+        assert.strictEqual((yield* Effect.flip(store.readFrom("d", 2))).rule, "L2")
       }).pipe(Effect.provide(NodeContext.layer)))
 
     it.scoped("L9 a committed row whose JSON fails the lossless walk (-0) is corruption", () =>
