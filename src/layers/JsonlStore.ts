@@ -38,7 +38,7 @@ import { encodeSessionId } from "../schema/SessionIdEncoding.js"
 import {
   type LoadError,
   type LoadResult,
-  precheckBatch,
+  appendPrechecked,
   readFromLoad,
   SessionStore,
   type SessionStoreShape,
@@ -1093,12 +1093,7 @@ export const makeJsonlStore = (
       // The hot path: untraced (a span costs about a third of the CPU of a single-event append),
       // and in the common case one synchronous step after the pre-checks.
       append: (id, events, options) =>
-        Effect.suspend((): Effect.Effect<void, StoreAppendError> => {
-          // options read inside the suspend: even an untyped caller's mistake cannot throw here
-          const { expectedSeq } = options
-          if (events.length === 0) return Effect.void
-          const checked = precheckBatch(events, expectedSeq, { maxEventBytes })
-          if ("_tag" in checked) return Effect.fail(checked)
+        appendPrechecked(events, options, { maxEventBytes }, (checked, expectedSeq): Effect.Effect<void, StoreAppendError> => {
           if (suspect.has(id)) {
             return Effect.fail(
               new StoreFailure({

@@ -10,7 +10,7 @@ import type { Event } from "../schema/Events.js"
 import { type SessionHeader, validateSessionHeader } from "../schema/SessionHeader.js"
 import {
   type BatchCheckOptions,
-  precheckBatch,
+  appendPrechecked,
   readFromLoad,
   SessionStore,
   type SessionStoreShape
@@ -49,24 +49,22 @@ export const makeMemoryStore = (options: MemoryStoreOptions = {}): Effect.Effect
           return header
         }),
 
-      append: (id, events, { expectedSeq }) =>
-        Effect.gen(function*() {
-          if (events.length === 0) return
-          const checked = precheckBatch(events, expectedSeq, options)
-          if ("_tag" in checked) return yield* checked
-          const current = stored.get(id)
-          if (current === undefined) {
-            const header = registered.get(id)
-            if (header === undefined) return yield* notFound(id)
-            if (expectedSeq !== 0) return yield* conflict(id, expectedSeq, 0)
-            stored.set(id, { header, events: [...checked.events], revision: 1, backups: [] })
-            return
-          }
-          const storedSeq = current.events.length
-          if (expectedSeq !== storedSeq) return yield* conflict(id, expectedSeq, storedSeq)
-          for (const e of checked.events) current.events.push(e)
-          current.revision++
-        }),
+      append: (id, events, appendOptions) =>
+        appendPrechecked(events, appendOptions, options, (checked, expectedSeq) =>
+          Effect.gen(function*() {
+            const current = stored.get(id)
+            if (current === undefined) {
+              const header = registered.get(id)
+              if (header === undefined) return yield* notFound(id)
+              if (expectedSeq !== 0) return yield* conflict(id, expectedSeq, 0)
+              stored.set(id, { header, events: [...checked.events], revision: 1, backups: [] })
+              return
+            }
+            const storedSeq = current.events.length
+            if (expectedSeq !== storedSeq) return yield* conflict(id, expectedSeq, storedSeq)
+            for (const e of checked.events) current.events.push(e)
+            current.revision++
+          })),
 
       load: (id) =>
         Effect.gen(function*() {

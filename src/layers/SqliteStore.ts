@@ -38,6 +38,7 @@ import { headerRecord, type SessionHeader, validateSessionHeader } from "../sche
 import {
   checkFromSeq,
   type LoadResult,
+  appendPrechecked,
   precheckBatch,
   readFromLoad,
   SessionStore,
@@ -985,12 +986,7 @@ export const makeSqliteStore = (
       // text with bound parameters on the store's connection (the template compiler and its span
       // cost ~10x the statement itself).
       append: (id, events, options) =>
-        Effect.suspend((): Effect.Effect<void, StoreAppendError> => {
-          // options read inside the suspend: even an untyped caller's mistake cannot throw here
-          const { expectedSeq } = options
-          if (events.length === 0) return Effect.void
-          const checked = precheckBatch(events, expectedSeq, batchOptions)
-          if ("_tag" in checked) return Effect.fail(checked)
+        appendPrechecked(events, options, batchOptions, (checked, expectedSeq): Effect.Effect<void, StoreAppendError> => {
           const batch = checked.events
           for (const e of batch) {
             if (LONE_SURROGATE.test(e.type)) return Effect.fail(unrepresentable("append", `type of seq ${e.seq}`))

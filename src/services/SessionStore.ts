@@ -170,6 +170,30 @@ export const precheckBatch = (
   return { lines, events: out }
 }
 
+/** The pre-checks' errors. */
+export type PrecheckError = Exclude<ReturnType<typeof precheckBatch>, { readonly lines: ReadonlyArray<string> }>
+
+/**
+ * The common head of every backend's `append`: lazily (an untyped caller's bad `options` becomes
+ * a defect, never a throw), an empty batch is a no-op, then `precheckBatch`; `body` gets the
+ * checked batch and `expectedSeq`.
+ */
+export const appendPrechecked = <E, R>(
+  events: ReadonlyArray<Event>,
+  options: { readonly expectedSeq: number },
+  checkOptions: BatchCheckOptions,
+  body: (
+    checked: { readonly lines: ReadonlyArray<string>; readonly events: ReadonlyArray<Event> },
+    expectedSeq: number
+  ) => Effect.Effect<void, E, R>
+): Effect.Effect<void, E | PrecheckError, R> =>
+  Effect.suspend((): Effect.Effect<void, E | PrecheckError, R> => {
+    const { expectedSeq } = options
+    if (events.length === 0) return Effect.void
+    const checked = precheckBatch(events, expectedSeq, checkOptions)
+    return "_tag" in checked ? Effect.fail(checked) : body(checked, expectedSeq)
+  })
+
 type Rec = Record<string, unknown>
 const isRecord = (v: unknown): v is Rec => typeof v === "object" && v !== null && !Array.isArray(v)
 
