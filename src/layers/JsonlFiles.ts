@@ -1,20 +1,19 @@
 /**
  * Operating-system primitives of the JSONL backend that `@effect/platform`'s FileSystem lacks
- * (SPEC §7.4.3, §7.4.5): the synchronous file calls of the append hot path and the lock file
- * (`SyncFileSystem`, node:fs by default, and the fault-injection seam of tests), their errors as
- * PlatformErrors, fsync of a directory (skipped where the platform refuses it), the lock holder's
- * identity (pid, host name) and the process-alive check for stale locks.
+ * (SPEC §7.4.3, §7.4.5): the synchronous file calls of the append hot path and the kernel file
+ * lock (`SyncFileSystem`, node:fs plus `flock(2)` by default, and the fault-injection seam of
+ * tests), their errors as PlatformErrors, and fsync of a directory (skipped where the platform
+ * refuses it).
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import { type PlatformError, SystemError, type SystemErrorReason } from "@effect/platform/Error"
 import * as Effect from "effect/Effect"
 import * as NodeFs from "node:fs"
-import { hostname } from "node:os"
-import * as NodeProcess from "node:process"
+import * as FsExt from "fs-ext"
 
 /**
- * The synchronous file calls of the JSONL append path and lock file. Each call throws what
- * node:fs throws (an Error with an errno `code`); the store turns it into a PlatformError.
+ * The synchronous file calls of the JSONL append path and its lock. Each call throws what node:fs
+ * throws (an Error with an errno `code`); the store turns it into a PlatformError.
  */
 export interface SyncFileSystem {
   /**
@@ -33,11 +32,12 @@ export interface SyncFileSystem {
   readonly fstat: (fd: number) => FileStat
   /** Identity, size and modification time; `undefined` when the path does not exist. */
   readonly stat: (path: string) => FileStat | undefined
-  /** A hard link; fails with EEXIST when `target` exists (never overwrites). */
-  readonly link: (existing: string, target: string) => void
-  readonly unlink: (path: string) => void
-  readonly readFile: (path: string) => Uint8Array
-  readonly readDirectory: (path: string) => ReadonlyArray<string>
+  /**
+   * Try to take the exclusive advisory lock of an open file (`flock(LOCK_EX | LOCK_NB)`) without
+   * waiting: `true` when taken, `false` when another open file description holds it. The kernel
+   * releases it when the descriptor is closed or its process dies.
+   */
+  readonly tryLock: (fd: number) => boolean
 }
 
 /** What the JSONL store reads of a stat. */
@@ -59,11 +59,18 @@ export const nodeSyncFileSystem: SyncFileSystem = {
   close: (fd) => NodeFs.closeSync(fd),
   fstat: (fd) => NodeFs.fstatSync(fd),
   stat: (path) => NodeFs.statSync(path, { throwIfNoEntry: false }),
-  link: (existing, target) => NodeFs.linkSync(existing, target),
-  unlink: (path) => NodeFs.unlinkSync(path),
-  readFile: (path) => NodeFs.readFileSync(path),
-  readDirectory: (path) => NodeFs.readdirSync(path)
+  tryLock: (fd) => {
+    try {
+      FsExt.flockSync(fd, "exnb")
+      return true
+    } catch (e) {
+      const code = thrownCode(e)
+      if (code === "EAGAIN" || code === "EWOULDBLOCK") return false
+      throw e
+    }
+  }
 }
+
 
 /** The errno code (`EEXIST`, `ENOENT`, ...) of a thrown node:fs error, when there is one. */
 export const thrownCode = (error: unknown): string | undefined =>
@@ -131,20 +138,3 @@ export const fsyncDirectory = (dir: string): Effect.Effect<void, PlatformError, 
         () => Effect.void
       )
     ))
-
-/** This process's id (the lock holder's `pid`). */
-export const currentPid = (): number => NodeProcess.pid
-
-/** This host's name (the lock holder's `host`). */
-export const currentHost = (): string => hostname()
-
-/** Whether a process with this pid is alive on this host (`kill(pid, 0)`; EPERM means alive). */
-export const isProcessAlive = (pid: number): boolean => {
-  if (!Number.isSafeInteger(pid) || pid <= 0) return false
-  try {
-    NodeProcess.kill(pid, 0)
-    return true
-  } catch (e) {
-    return typeof e === "object" && e !== null && "code" in e && e.code === "EPERM"
-  }
-}

@@ -1,6 +1,6 @@
 /**
  * The JSONL SessionStore (SPEC §7.4): one file per session under `root`, published atomically by
- * a no-overwrite hard link, appended under a lock file with an expected-size-and-seq check, and
+ * a no-overwrite hard link, appended under the file's kernel lock with an expected-size-and-seq check, and
  * read as a stream of lines with a per-line cap, torn-tail classification (L1–L4), packed chunk
  * rows (Appendix A, written with `packChunks`) and header rules (K4–K6, L5–L7, J15). Also the
  * direct file reader and the JSONL serialiser of exports.
@@ -46,36 +46,35 @@ import {
   type TornTail
 } from "../services/SessionStore.js"
 import {
-  currentHost,
-  currentPid,
   fsyncDirectory,
   isAlreadyExists,
   isNotFound,
-  type FileStat,
   nodeSyncFileSystem,
   type SyncFileSystem,
   toSystemError
 } from "./JsonlFiles.js"
-import { acquireLock, type LockContext, tryLock, unlock, wallClock } from "./JsonlLock.js"
+import { acquireLock, type HeldLock, releaseLock, tryLockFile } from "./JsonlLock.js"
 
 /** Options of the JSONL store (SPEC §7.4). */
 export interface JsonlStoreOptions {
   readonly root: string
   readonly maxLineBytes?: number
+  /**
+   * How long a writer waits for the session file's lock held by another writer before failing
+   * with `StoreFailure` (S6); default 5,000 ms.
+   */
   readonly lockTimeoutMs?: number
-  readonly staleLockMs?: number
   readonly maxEventBytes?: number
   /** Write runs of streamed delta chunks as packed rows (SPEC Appendix A); default false. */
   readonly packChunks?: boolean
   /**
-   * The synchronous file calls of appends and lock files; default node:fs. The fault-injection
+   * The synchronous file calls of appends and the file lock; default node:fs and `flock(2)`. The fault-injection
    * seam of tests (write, fsync, truncate failures).
    */
   readonly syncFileSystem?: SyncFileSystem
 }
 
 const DEFAULT_LOCK_TIMEOUT_MS = 5_000
-const DEFAULT_STALE_LOCK_MS = 30_000
 const READ_CHUNK = 65_536
 const READ_ATTEMPTS = 3
 const NEWLINE = 10
@@ -582,11 +581,6 @@ interface CachedState {
   readonly nextSeq: number
 }
 
-/** The stored state of §7.4.3 step 3 from the cache, or a miss (rescan) with the file's identity. */
-type StoredState =
-  | { readonly _tag: "Hit"; readonly ino: string; readonly size: number; readonly nextSeq: number }
-  | { readonly _tag: "Miss"; readonly ino: string; readonly size: number }
-
 /** The outcome of the synchronous append step. */
 type AppendStep =
   | { readonly _tag: "Done" }
@@ -630,10 +624,8 @@ export const makeJsonlStore = (
       return yield* Effect.dieMessage(`JsonlStore: maxLineBytes (${maxLineBytes}) must be >= maxEventBytes (${maxEventBytes})`)
     }
     const lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS
-    const staleLockMs = options.staleLockMs ?? DEFAULT_STALE_LOCK_MS
     const files = options.syncFileSystem ?? nodeSyncFileSystem
     const root = path.resolve(options.root)
-    const host = currentHost()
     const provideFs = Effect.provideService(FileSystem.FileSystem, fs)
     // Appendix A: a packed row must also fit the reader's line cap
     const pack = options.packChunks === true
@@ -648,7 +640,7 @@ export const makeJsonlStore = (
     const semaphores = new Map<string, Effect.Semaphore>()
     /** How many operations on an id hold or wait for its semaphore. */
     const active = new Map<string, number>()
-    const paths = new Map<string, { readonly name: string; readonly file: string; readonly lock: string }>()
+    const paths = new Map<string, { readonly name: string; readonly file: string }>()
     let rootReady = false
 
     const fileOf = (id: string) => {
@@ -656,7 +648,7 @@ export const makeJsonlStore = (
       if (p === undefined) {
         const name = encodeSessionId(id)
         const file = path.join(root, name + ".jsonl")
-        p = { name, file, lock: file + ".lock" }
+        p = { name, file }
         paths.set(id, p)
       }
       return p
@@ -739,30 +731,17 @@ export const makeJsonlStore = (
         }
       })
 
-    // -- lock file (SPEC §7.4.5) ----------------------------------------------------------
+    // -- the session file's lock (SPEC §7.4.5) -----------------------------------------------
 
-    const lockContext: LockContext = {
-      root,
-      join: (dir, name) => path.join(dir, name),
-      files,
-      pid: currentPid(),
-      host,
-      staleLockMs,
-      lockTimeoutMs
-    }
+    const lockFile = (id: string, method: string) =>
+      acquireLock(files, fileOf(id).file, { sessionId: id, method, lockTimeoutMs })
 
-    /** Run `body` holding the per-id semaphore and the session's lock file. */
-    const underLock = <A, E>(id: string, method: string, body: Effect.Effect<A, E>) => {
-      const { lock } = fileOf(id)
-      return serialised(
+    /** Run `body` holding the per-id semaphore and the session file's lock. */
+    const underLock = <A, E>(id: string, method: string, body: (lock: HeldLock) => Effect.Effect<A, E>) =>
+      serialised(
         id,
-        Effect.acquireUseRelease(
-          acquireLock(lockContext, lock, method),
-          () => body,
-          () => Effect.sync(() => unlock(lockContext, lock))
-        )
+        Effect.acquireUseRelease(lockFile(id, method), body, (lock) => Effect.sync(() => releaseLock(files, lock)))
       )
-    }
 
     /** Rescan under the lock: the stored state, a torn tail or a corruption. */
     const rescan = (id: string, method: string) =>
@@ -811,27 +790,6 @@ export const makeJsonlStore = (
 
     // -- append onto an existing file (SPEC §7.4.3) -----------------------------------------
 
-    /**
-     * Step 3 from this instance's cache, under the lock: the stored state when the cached
-     * `(ino, size)` matches the file, else a `Miss` carrying the file's identity (rescan needed).
-     */
-    const cachedState = (id: string, file: string): StoredState | SessionNotFound | StoreFailure => {
-      let info: ReturnType<SyncFileSystem["stat"]>
-      try {
-        info = files.stat(file)
-      } catch (e) {
-        return new StoreFailure({ method: "append", cause: toSystemError("stat", file, e) })
-      }
-      if (info === undefined) return notFound(id)
-      const ino = String(info.ino)
-      const size = info.size
-      const cached = cache.get(id)
-      if (cached !== undefined && cached.ino === ino && cached.size === size) {
-        return { _tag: "Hit", ino, size, nextSeq: cached.nextSeq }
-      }
-      return { _tag: "Miss", ino, size }
-    }
-
     /** Step 4 (C5 / C7). */
     const seqConflict = (id: string, expectedSeq: number, storedSeq: number): AppendConflict | undefined =>
       expectedSeq === storedSeq ? undefined : new AppendConflict({
@@ -873,34 +831,6 @@ export const makeJsonlStore = (
         } catch (r) {
           return { write, rollback: toSystemError(rollbackMethod, file, r) }
         }
-      }
-    }
-
-    const closeFd = (fd: number) => {
-      try {
-        files.close(fd)
-      } catch {
-        // the outcome is already decided (durable after fsync, or rolled back)
-      }
-    }
-
-    /** Open the session file for append, never creating it. */
-    const openAppend = (file: string): number | SystemError => {
-      try {
-        return files.open(file, "append")
-      } catch (e) {
-        return toSystemError("open", file, e)
-      }
-    }
-
-    /** Step 5 with synchronous calls (the slow path's small batches); same outcome as `writeFd`. */
-    const writeSync = (file: string, batch: Batch, size: number): WriteFailure | undefined => {
-      const fd = openAppend(file)
-      if (typeof fd !== "number") return { write: fd, rollback: undefined }
-      try {
-        return writeFd(fd, file, batch, size)
-      } finally {
-        closeFd(fd)
       }
     }
 
@@ -946,66 +876,37 @@ export const makeJsonlStore = (
     }
 
     /**
-     * The hot path, one synchronous step (it cannot be interrupted half-way): take the lock, open
-     * the file for append and, when the cache matches it (fstat) and the batch is small, check,
-     * write, fsync and release the lock. Otherwise `Slow` (a cache miss: the lock is released and
-     * the append retried under the semaphore, where it rescans) or `Held` (someone else has it).
+     * The hot path, one synchronous step (it cannot be interrupted half-way): lock the file and,
+     * when this instance's cache matches it, check, write, fsync and release the lock. Otherwise
+     * `Slow` (a cache miss: released, and retried under the semaphore, where it rescans) or `Held`
+     * (another writer has the lock).
      */
-    const appendStep = (
-      id: string,
-      file: string,
-      lock: string,
-      expectedSeq: number,
-      count: number,
-      batch: Batch
-    ): AppendStep => {
+    const appendStep = (id: string, file: string, expectedSeq: number, count: number, batch: Batch): AppendStep => {
+      const lock = tryLockFile(files, file)
+      if (lock === "held") return HELD
+      if (lock === "missing") return notFound(id)
+      if (!("fd" in lock)) return new StoreFailure({ method: "append", cause: lock })
       try {
-        if (!tryLock(lockContext, lock, wallClock.unsafeCurrentTimeMillis())) return HELD
-      } catch (e) {
-        return new StoreFailure({ method: "append", cause: e })
-      }
-      try {
-        const fd = openAppend(file)
-        if (typeof fd !== "number") {
-          // ENOENT: L11, as a stat would report it
-          return fd.reason === "NotFound" ? notFound(id) : writeFailed(id, { write: fd, rollback: undefined })
-        }
-        try {
-          let info: FileStat
-          try {
-            info = files.fstat(fd)
-          } catch (e) {
-            return new StoreFailure({ method: "append", cause: toSystemError("fstat", file, e) })
-          }
-          const ino = String(info.ino)
-          const size = info.size
-          const cached = cache.get(id)
-          // a cache miss (rescan) or a large batch (streamed): the slow path, under the semaphore
-          if (cached === undefined || cached.ino !== ino || cached.size !== size) return SLOW
-          const conflict = seqConflict(id, expectedSeq, cached.nextSeq)
-          if (conflict !== undefined) return conflict
-          const failed = settle(id, writeFd(fd, file, batch, size), { ino, size: size + batch.bytes, nextSeq: expectedSeq + count })
-          return failed ?? DONE
-        } finally {
-          closeFd(fd)
-        }
+        const cached = cache.get(id)
+        if (cached === undefined || cached.ino !== lock.ino || cached.size !== lock.size) return SLOW
+        const conflict = seqConflict(id, expectedSeq, cached.nextSeq)
+        if (conflict !== undefined) return conflict
+        const after = { ino: lock.ino, size: lock.size + batch.bytes, nextSeq: expectedSeq + count }
+        return settle(id, writeFd(lock.fd, file, batch, lock.size), after) ?? DONE
       } finally {
-        unlock(lockContext, lock)
+        releaseLock(files, lock)
       }
     }
 
     /** Steps 3–7 holding the lock: rescan on a cache miss; large batches are streamed. */
-    const appendLocked = (
-      id: string,
-      file: string,
-      expectedSeq: number,
-      count: number,
-      batch: Batch,
-    ) =>
+    const appendLocked = (id: string, expectedSeq: number, count: number, batch: Batch, lock: HeldLock) =>
       Effect.gen(function*() {
-        let state = cachedState(id, file)
-        if (state._tag === "SessionNotFound" || state._tag === "StoreFailure") return yield* state
-        if (state._tag === "Miss") {
+        const { file } = fileOf(id)
+        let nextSeq: number
+        const cached = cache.get(id)
+        if (cached !== undefined && cached.ino === lock.ino && cached.size === lock.size) {
+          nextSeq = cached.nextSeq
+        } else {
           const scanned = yield* rescan(id, "append").pipe(Effect.mapError(asWriteError(file)))
           if (scanned.result.tornTail !== undefined) {
             // L1: never append onto a torn tail
@@ -1017,23 +918,24 @@ export const makeJsonlStore = (
               detail: `the stored log has a torn tail at byte ${scanned.result.tornTail.position}; open the session to repair it`
             })
           }
-          if (scanned.ino !== state.ino || scanned.size !== state.size) {
-            // replaced between stat and scan despite the lock: retry later
+          if (scanned.ino !== lock.ino || scanned.size !== lock.size) {
+            // written by something that does not take the lock: refuse rather than guess
             cache.delete(id)
             return yield* new StoreFailure({ method: "append", cause: "the file changed under the lock", detail: file })
           }
-          cache.set(id, { ino: state.ino, size: state.size, nextSeq: scanned.result.nextSeq })
-          state = { _tag: "Hit", ino: state.ino, size: state.size, nextSeq: scanned.result.nextSeq }
+          nextSeq = scanned.result.nextSeq
+          cache.set(id, { ino: lock.ino, size: lock.size, nextSeq })
         }
-        const conflict = seqConflict(id, expectedSeq, state.nextSeq)
+        const conflict = seqConflict(id, expectedSeq, nextSeq)
         if (conflict !== undefined) return yield* conflict
-        const after = { ino: state.ino, size: state.size + batch.bytes, nextSeq: expectedSeq + count }
-        const size = state.size
+        const after = { ino: lock.ino, size: lock.size + batch.bytes, nextSeq: expectedSeq + count }
         // the write and its settlement (cache, S7/S8, suspect) in one uninterruptible region: an
         // interruption must not leave a rolled-back or suspect write looking durable
         const failed = batch.bytes >= STREAMED_WRITE_BYTES
-          ? yield* Effect.uninterruptible(Effect.map(writeStreamed(file, batch, size), (failure) => settle(id, failure, after)))
-          : settle(id, writeSync(file, batch, size), after)
+          ? yield* Effect.uninterruptible(
+            Effect.map(writeStreamed(file, batch, lock.size), (failure) => settle(id, failure, after))
+          )
+          : settle(id, writeFd(lock.fd, file, batch, lock.size), after)
         if (failed !== undefined) return yield* failed
       })
 
@@ -1043,29 +945,15 @@ export const makeJsonlStore = (
      * finish (a cache miss, a held lock, a large batch) starts again under the semaphore.
      */
     const appendExisting = (id: string, expectedSeq: number, count: number, batch: Batch) => {
-      const { file, lock } = fileOf(id)
-      const release = () => Effect.sync(() => unlock(lockContext, lock))
-      const locked = Effect.acquireUseRelease(
-        acquireLock(lockContext, lock, "append"),
-        () => appendLocked(id, file, expectedSeq, count, batch),
-        release
-      )
       const waitForLock = () =>
-        serialised(
-          id,
-          // L11 before any lock is taken (the root itself may not exist yet); rechecked under it
-          Effect.suspend(() => {
-            const state = cachedState(id, file)
-            return state._tag === "SessionNotFound" ? Effect.fail(state) : locked
-          })
-        )
+        underLock(id, "append", (lock) => appendLocked(id, expectedSeq, count, batch, lock))
       // large batches are streamed (async) on the slow path; so is anything another operation on
       // the id is busy with in this store instance
       if (batch.bytes >= STREAMED_WRITE_BYTES) return waitForLock()
       return Effect.suspend(() => {
         // nothing cached yet (the first append of this instance): a rescan is certain
         if (active.has(id) || !cache.has(id)) return waitForLock()
-        const step = appendStep(id, file, lock, expectedSeq, count, batch)
+        const step = appendStep(id, fileOf(id).file, expectedSeq, count, batch)
         switch (step._tag) {
           case "Done":
             return Effect.void
@@ -1178,7 +1066,7 @@ export const makeJsonlStore = (
         return yield* underLock(
           id,
           "truncateTornTail",
-          Effect.gen(function*() {
+          () => Effect.gen(function*() {
             const scanned = yield* rescan(id, "truncateTornTail").pipe(Effect.mapError(asWriteError(file)))
             const now = scanned.result.tornTail
             if (
@@ -1215,7 +1103,7 @@ export const makeJsonlStore = (
         return yield* underLock(
           id,
           "replaceLog",
-          Effect.gen(function*() {
+          () => Effect.gen(function*() {
             const current = yield* rescan(id, "replaceLog").pipe(Effect.mapError(asWriteError(file)))
             if (current.revision !== options.revision) {
               // L8: the stored log changed since it was read

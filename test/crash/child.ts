@@ -8,8 +8,7 @@
  * Environment: CRASH_FAILPOINT = none | before-write | after-write | mid-batch | tool-body |
  * compaction | repair; CRASH_K = which occurrence fires (1-based); CRASH_SEED = script seed;
  * CRASH_BIG = 1 to make every tool result a large multi-byte event (mid-batch uses this);
- * CRASH_TURNS = turns before printing `done` (default 100); CRASH_STALE_LOCK_MS = the JSONL
- * store's staleLockMs.
+ * CRASH_TURNS = turns before printing `done` (default 100).
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
@@ -230,8 +229,7 @@ const storeLayer = kind === "sqlite"
     SessionStore,
     Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem
-      const staleLockMs = Number(process.env.CRASH_STALE_LOCK_MS ?? "30000")
-      return instrument(yield* makeJsonlStore({ root: location, staleLockMs }).pipe(
+      return instrument(yield* makeJsonlStore({ root: location }).pipe(
         Effect.provideService(FileSystem.FileSystem, chunkedFileSystem(fs))
       ))
     })

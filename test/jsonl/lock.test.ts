@@ -1,9 +1,10 @@
 /**
- * JSONL concurrency and failure handling (SPEC §7.4.3 steps 5–7, §7.4.5, S6–S9): the lock file
- * taken by hard-linking the process's lock template (content, freshness, leftovers, stale-lock
- * breaking, timeout), racing appends from two store instances, and write/fsync failures rolled
- * back (S7) or leaving the session suspect (S8), injected through the store's synchronous file
- * seam (`syncFileSystem`) and, for large streamed batches, through a wrapped FileSystem.
+ * JSONL concurrency and failure handling (SPEC §7.4.3 steps 5–7, §7.4.5, S6, S7, S8): the kernel
+ * lock on the session file (held only while writing, no file left behind, never broken from a
+ * live or paused holder, freed by a holder's death, followed across a replaced file), racing
+ * appends from two store instances, and write/fsync failures rolled back (S7) or leaving the
+ * session suspect (S8), injected through the store's synchronous file seam (`syncFileSystem`)
+ * and, for large streamed batches, through a wrapped FileSystem.
  */
 import { SystemError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
@@ -14,11 +15,11 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
-import { hostname } from "node:os"
 import { nodeSyncFileSystem, type SyncFileSystem } from "../../src/layers/JsonlFiles.js"
-import { type LockContext, tryLock, unlock } from "../../src/layers/JsonlLock.js"
 import { makeJsonlStore } from "../../src/layers/JsonlStore.js"
+import type { Event } from "../../src/schema/Events.js"
 import { fixture, header, turn, turnEnd, turnStart, userMessage } from "./helpers.js"
+import { holdInProcess, isLocked, spawnHolder } from "./holder.js"
 
 const provide = Effect.provide(NodeContext.layer)
 const rule = (e: unknown) => (e as { rule?: string }).rule
@@ -26,261 +27,166 @@ const rule = (e: unknown) => (e as { rule?: string }).rule
 /** A pid that cannot be alive (above Linux's maximum pid_max). */
 const DEAD_PID = 999_999_999
 
-const TEMPLATE = /^\.lock-\d+-[0-9a-f]{16}\.tmp$/
-
-/** A materialised session `s` with one turn, plus the lock path. */
+/** A materialised session `s` with one turn (seqs 0–2). */
 const withSession = (options: Parameters<typeof fixture>[0] = {}) =>
   Effect.gen(function*() {
     const f = yield* fixture(options)
     yield* f.store.create(header("s"))
     yield* f.store.append("s", turn(0), { expectedSeq: 0 })
-    const templates = f.fs.readDirectory(f.root).pipe(Effect.map((names) => names.filter((n) => TEMPLATE.test(n)).sort()))
-    return { ...f, lock: f.fileOf("s") + ".lock", templates }
+    return { ...f, file: f.fileOf("s") }
   })
 
-const lockContent = (pid: number, host: string, at: number) => JSON.stringify({ pid, host, at })
+/** The names in a directory, sorted. */
+const namesIn = (fs: FileSystem.FileSystem, dir: string) =>
+  Effect.map(fs.readDirectory(dir), (names) => [...names].sort())
 
-const holderOf = (text: string) => JSON.parse(text) as { pid: number; host: string; at: number }
-
-/** A SyncFileSystem that records the content of every lock at the moment it is linked. */
-const recordingLocks = (seen: Array<string>): SyncFileSystem => ({
-  ...nodeSyncFileSystem,
-  link: (existing, target) => {
-    nodeSyncFileSystem.link(existing, target)
-    if (target.endsWith(".lock")) seen.push(new TextDecoder().decode(nodeSyncFileSystem.readFile(target)))
-  }
-})
-
-describe("JsonlStore lock file (§7.4.5)", () => {
-  it.scopedLive("the lock holds {pid, host, at} while held and is removed after the append; one hidden template remains", () =>
+describe("JsonlStore file lock (§7.4.5)", () => {
+  it.scopedLive("an append holds an exclusive lock on the session file while it writes, and releases it", () =>
     Effect.gen(function*() {
-      const seen: Array<string> = []
-      const { fs, lock, root, another, templates } = yield* withSession()
-      const store = yield* another({ syncFileSystem: recordingLocks(seen) })
-      const before = Date.now()
-      yield* store.append("s", [turnStart(3, 2)], { expectedSeq: 3 })
-      assert.isFalse(yield* fs.exists(lock))
-      assert.strictEqual(seen.length, 1)
-      const holder = holderOf(seen[0])
-      assert.deepStrictEqual(Object.keys(holder), ["pid", "host", "at"])
-      assert.strictEqual(holder.pid, process.pid)
-      assert.strictEqual(holder.host, hostname())
-      // the template's time: at most 100 ms before the lock was taken
-      assert.isAtMost(before - holder.at, 100)
-      assert.isAtMost(holder.at, Date.now())
-      // the process's lock template: a hidden temporary name, 0600, holding the same content
-      const names = yield* templates
-      assert.strictEqual(names.length, 1)
-      assert.isTrue(names[0].startsWith(`.lock-${process.pid}-`))
-      assert.deepStrictEqual((yield* fs.readDirectory(root)).sort(), [names[0], "s.jsonl"])
-      assert.strictEqual((yield* fs.stat(`${root}/${names[0]}`)).mode & 0o777, 0o600)
-      assert.deepStrictEqual(holderOf(yield* fs.readFileString(`${root}/${names[0]}`)), holder)
-    }).pipe(provide))
-
-  it.scopedLive("the template is never listed, read or loaded as a session", () =>
-    Effect.gen(function*() {
-      const { store, templates } = yield* withSession()
-      yield* store.append("s", [turnStart(3, 2)], { expectedSeq: 3 })
-      assert.strictEqual((yield* templates).length, 1)
-      assert.deepStrictEqual((yield* store.list()).map((h) => h.id), ["s"])
-      assert.strictEqual((yield* store.load("s")).events.length, 4)
-    }).pipe(provide))
-
-  it.scopedLive("S9: the lock content at acquisition is fresh: the template is replaced once staleLockMs / 4 old", () =>
-    Effect.gen(function*() {
-      const seen: Array<string> = []
-      const { another, templates, fs, root } = yield* withSession()
-      const store = yield* another({ staleLockMs: 400, syncFileSystem: recordingLocks(seen) })
-      yield* store.append("s", [turnStart(3, 2)], { expectedSeq: 3 })
-      const first = yield* templates
-      yield* Effect.sleep("150 millis")
-      const before = Date.now()
-      yield* store.append("s", [turnEnd(4, 2)], { expectedSeq: 4 })
-      assert.strictEqual(seen.length, 2)
-      // a new template (the old inode is never rewritten: a lock may still be linked to it)
-      assert.isAtLeast(holderOf(seen[1]).at, before)
-      const second = yield* templates
-      assert.strictEqual(second.length, 1)
-      assert.notStrictEqual(second[0], first[0])
-      assert.isAtLeast(holderOf(yield* fs.readFileString(`${root}/${second[0]}`)).at, before)
-      // within staleLockMs / 4 the template is reused
-      yield* store.append("s", [userMessage(5)], { expectedSeq: 5 })
-      assert.deepStrictEqual(yield* templates, second)
-      assert.strictEqual(seen[2], seen[1])
-    }).pipe(provide))
-
-  it.scopedLive("S9: with the default staleLockMs a lock's at is still at most 100 ms old when taken", () =>
-    Effect.gen(function*() {
-      const seen: Array<string> = []
-      const { another } = yield* withSession()
-      const store = yield* another({ syncFileSystem: recordingLocks(seen) })
-      yield* store.append("s", [turnStart(3, 2)], { expectedSeq: 3 })
-      yield* Effect.sleep("150 millis")
-      const before = Date.now()
-      yield* store.append("s", [turnEnd(4, 2)], { expectedSeq: 4 })
-      assert.isAtLeast(holderOf(seen[1]).at, before)
-    }).pipe(provide))
-
-  it.scopedLive("a template removed by someone else is written again", () =>
-    Effect.gen(function*() {
-      const { fs, root, store, templates } = yield* withSession()
-      yield* store.append("s", [turnStart(3, 2)], { expectedSeq: 3 })
-      const [first] = yield* templates
-      yield* fs.remove(`${root}/${first}`)
-      yield* store.append("s", [turnEnd(4, 2)], { expectedSeq: 4 })
-      assert.strictEqual((yield* templates).length, 1)
-      assert.strictEqual((yield* store.load("s")).events.length, 5)
-    }).pipe(provide))
-
-  it.scopedLive("two store instances in one process share the template and never interleave", () =>
-    Effect.gen(function*() {
-      const { another, store, templates } = yield* withSession()
-      const other = yield* another()
-      yield* store.append("s", [turnStart(3, 2)], { expectedSeq: 3 })
-      yield* other.append("s", [userMessage(4)], { expectedSeq: 4 })
-      yield* store.append("s", [turnEnd(5, 2)], { expectedSeq: 5 })
-      assert.strictEqual((yield* templates).length, 1)
-      assert.strictEqual((yield* other.load("s")).events.length, 6)
-    }).pipe(provide))
-
-  it.scopedLive("a leftover template (and its lock) of a dead process is harmless, and removed once stale", () =>
-    Effect.gen(function*() {
-      const { fs, root, lock, store, templates } = yield* withSession({ staleLockMs: 60_000 })
-      // a process killed while holding the lock: its template and the lock linked to it
-      const leftover = `${root}/.lock-${DEAD_PID}-00000000000000ff.tmp`
-      const old = `${root}/.lock-${DEAD_PID}-0000000000000aaa.tmp`
-      yield* fs.writeFileString(leftover, lockContent(DEAD_PID, hostname(), Date.now()))
-      yield* fs.link(leftover, lock)
-      yield* fs.writeFileString(old, lockContent(DEAD_PID, hostname(), Date.now() - 120_000))
-      const long = new Date(Date.now() - 120_000)
-      yield* fs.utimes(old, long, long)
-      assert.deepStrictEqual((yield* store.list()).map((h) => h.id), ["s"])
-      yield* store.append("s", [turnStart(3, 2)], { expectedSeq: 3 })
-      assert.isFalse(yield* fs.exists(lock))
-      // the young leftover stays (its owner could be a live process of another host); the old one is gone
-      assert.isTrue(yield* fs.exists(leftover))
-      assert.isFalse(yield* fs.exists(old))
-      assert.strictEqual((yield* templates).filter((n) => n.startsWith(`.lock-${process.pid}-`)).length, 1)
-      assert.deepStrictEqual((yield* store.list()).map((h) => h.id), ["s"])
-      assert.strictEqual((yield* store.load("s")).events.length, 4)
-    }).pipe(provide))
-
-  it.scopedLive("S9: a lock held by a dead pid on this host is broken", () =>
-    Effect.gen(function*() {
-      const { fs, lock, store } = yield* withSession({ lockTimeoutMs: 200 })
-      yield* fs.writeFileString(lock, lockContent(DEAD_PID, hostname(), Date.now()))
-      yield* store.append("s", [turnStart(3, 2)], { expectedSeq: 3 })
-      assert.isFalse(yield* fs.exists(lock))
-      assert.strictEqual((yield* store.load("s")).events.length, 4)
-    }).pipe(provide))
-
-  it.scopedLive("S9: a lock taken just now is not stale to a process with a short staleLockMs, however old the template", () =>
-    Effect.gen(function*() {
-      const { another, fs, lock, path, root } = yield* withSession()
-      // "P": this process, default staleLockMs; its template was written by the first append
-      const p: LockContext = {
-        root,
-        join: path.join,
-        files: nodeSyncFileSystem,
-        pid: process.pid,
-        host: hostname(),
-        staleLockMs: 30_000,
-        lockTimeoutMs: 1_000
+      const { another, file } = yield* withSession()
+      const lockedDuringWrite: Array<boolean> = []
+      const probing: SyncFileSystem = {
+        ...nodeSyncFileSystem,
+        writeString: (fd, text) => {
+          lockedDuringWrite.push(isLocked(file))
+          return nodeSyncFileSystem.writeString(fd, text)
+        }
       }
-      yield* Effect.sleep("600 millis")
-      assert.isTrue(tryLock(p, lock, Date.now()))
-      // "Q": a store configured with staleLockMs 500 sees P's lock, taken an instant ago
-      const q = yield* another({ staleLockMs: 500, lockTimeoutMs: 200 })
-      const err = yield* Effect.flip(q.append("s", [turnStart(3, 2)], { expectedSeq: 3 }))
-      assert.strictEqual(rule(err), "S6")
-      assert.isTrue(yield* fs.exists(lock))
-      unlock(p, lock)
-      yield* q.append("s", [turnStart(3, 2)], { expectedSeq: 3 })
+      const store = yield* another({ syncFileSystem: probing })
+      yield* store.append("s", [turnStart(3, 2)], { expectedSeq: 3 })
+      yield* store.append("s", [userMessage(4)], { expectedSeq: 4 })
+      assert.deepStrictEqual(lockedDuringWrite, [true, true])
+      assert.isFalse(isLocked(file))
     }).pipe(provide))
 
-  it.scopedLive("S6: an append waiting for a held lock can be interrupted at once; the holder's lock stays", () =>
+  it.scopedLive("no lock, template or temporary file is left in the directory by appends, truncation or replacement", () =>
     Effect.gen(function*() {
-      const { fs, fileOf, lock, store } = yield* withSession({ lockTimeoutMs: 10_000 })
-      yield* fs.writeFileString(lock, lockContent(process.pid, hostname(), Date.now()))
-      const before = yield* fs.readFile(fileOf("s"))
-      const fiber = yield* Effect.fork(store.append("s", [turnStart(3, 2)], { expectedSeq: 3 }))
-      yield* Effect.sleep("100 millis")
-      const started = Date.now()
-      yield* Fiber.interrupt(fiber)
-      assert.isBelow(Date.now() - started, 1_000)
-      assert.isTrue(yield* fs.exists(lock))
-      assert.deepStrictEqual(yield* fs.readFile(fileOf("s")), before)
+      const { file, fs, root, store } = yield* withSession()
+      for (let seq = 3; seq < 8; seq++) yield* store.append("s", [userMessage(seq)], { expectedSeq: seq })
+      assert.deepStrictEqual(yield* namesIn(fs, root), ["s.jsonl"])
+      yield* fs.writeFileString(file, (yield* fs.readFileString(file)) + `{"type":"turn/st`)
+      const torn = yield* store.load("s")
+      yield* store.truncateTornTail("s", torn.tornTail!, { revision: torn.revision })
+      const loaded = yield* store.load("s")
+      yield* store.replaceLog("s", loaded.header, loaded.events as ReadonlyArray<Event>, { revision: loaded.revision, backup: "jsonl" })
+      assert.deepStrictEqual(yield* namesIn(fs, root), ["s.jsonl", "s.jsonl.v1.bak"])
+      assert.isFalse(isLocked(file))
     }).pipe(provide))
 
-  it.scopedLive("S6: a live holder blocks the append until it releases the lock", () =>
+  it.scopedLive("S6: a live holder blocks the append until it releases the lock; nothing is written meanwhile", () =>
     Effect.gen(function*() {
-      const { fs, fileOf, lock, store } = yield* withSession({ lockTimeoutMs: 5_000 })
-      yield* fs.writeFileString(lock, lockContent(process.pid, hostname(), Date.now()))
-      const before = yield* fs.readFile(fileOf("s"))
+      const { file, fs, store } = yield* withSession({ lockTimeoutMs: 30_000 })
+      const holder = holdInProcess(file)
+      const before = yield* fs.readFile(file)
       const fiber = yield* Effect.fork(store.append("s", [turnStart(3, 2)], { expectedSeq: 3 }))
       yield* Effect.sleep("150 millis")
       assert.isTrue(Option.isNone(yield* Fiber.poll(fiber)))
-      assert.deepStrictEqual(yield* fs.readFile(fileOf("s")), before)
-      yield* fs.remove(lock)
+      assert.deepStrictEqual(yield* fs.readFile(file), before)
+      holder.release()
       yield* Fiber.join(fiber)
-      assert.isFalse(yield* fs.exists(lock))
       assert.strictEqual((yield* store.load("s")).events.length, 4)
     }).pipe(provide))
 
-  it.scopedLive("S6: a live holder (this process) makes the append fail with StoreFailure after lockTimeoutMs; nothing written", () =>
+  it.scopedLive("S6: an append waiting for a held lock can be interrupted at once; the holder keeps its lock", () =>
     Effect.gen(function*() {
-      const { fs, fileOf, lock, store } = yield* withSession({ lockTimeoutMs: 150 })
-      yield* fs.writeFileString(lock, lockContent(process.pid, hostname(), Date.now()))
-      const before = yield* fs.readFile(fileOf("s"))
-      const started = Date.now()
+      const { file, fs, store } = yield* withSession({ lockTimeoutMs: 30_000 })
+      const holder = holdInProcess(file)
+      const before = yield* fs.readFile(file)
+      const fiber = yield* Effect.fork(store.append("s", [turnStart(3, 2)], { expectedSeq: 3 }))
+      yield* Effect.sleep("100 millis")
+      yield* Fiber.interrupt(fiber)
+      assert.isTrue(isLocked(file))
+      assert.deepStrictEqual(yield* fs.readFile(file), before)
+      holder.release()
+      assert.isFalse(isLocked(file))
+      yield* store.append("s", [turnStart(3, 2)], { expectedSeq: 3 })
+    }).pipe(provide))
+
+  it.scopedLive("S6: a live holder makes append, truncateTornTail and replaceLog fail with StoreFailure after lockTimeoutMs", () =>
+    Effect.gen(function*() {
+      const { file, fs, store } = yield* withSession({ lockTimeoutMs: 150 })
+      const holder = holdInProcess(file)
+      const before = yield* fs.readFile(file)
       const err = yield* Effect.flip(store.append("s", [turnStart(3, 2)], { expectedSeq: 3 }))
-      assert.isAtLeast(Date.now() - started, 150)
       assert.strictEqual(err._tag, "StoreFailure")
       assert.strictEqual(rule(err), "S6")
       assert.strictEqual((err as { cause?: unknown }).cause, "lock timeout")
-      assert.deepStrictEqual(yield* fs.readFile(fileOf("s")), before)
-      // the holder's lock is left alone
-      assert.isTrue(yield* fs.exists(lock))
-      // truncateTornTail and replaceLog wait on the same lock
       const loaded = yield* store.load("s")
       const t = yield* Effect.flip(
         store.truncateTornTail("s", { fromSeq: 3, reason: "fragment", position: 1 }, { revision: loaded.revision })
       )
       assert.strictEqual(rule(t), "S6")
-      const r = yield* Effect.flip(
-        store.replaceLog("s", loaded.header, [], { revision: loaded.revision, backup: "jsonl" })
-      )
+      const r = yield* Effect.flip(store.replaceLog("s", loaded.header, [], { revision: loaded.revision, backup: "jsonl" }))
       assert.strictEqual(rule(r), "S6")
-      // released by the holder: the append goes through
-      yield* fs.remove(lock)
+      assert.deepStrictEqual(yield* fs.readFile(file), before)
+      // the holder's lock was never taken from it
+      assert.isTrue(isLocked(file))
+      holder.release()
       yield* store.append("s", [turnStart(3, 2)], { expectedSeq: 3 })
     }).pipe(provide))
 
-  it.scopedLive("S6: a fresh lock of another host is not broken even if its pid is dead here", () =>
+  it.scopedLive("a holder in another process that is paused (SIGSTOP) is never broken into; once continued and released, appends go on", () =>
     Effect.gen(function*() {
-      const { fs, lock, store } = yield* withSession({ lockTimeoutMs: 100 })
-      yield* fs.writeFileString(lock, lockContent(DEAD_PID, "some-other-host.invalid", Date.now()))
+      const { file, fs, store } = yield* withSession({ lockTimeoutMs: 300 })
+      const holder = yield* spawnHolder(file)
+      yield* holder.signal("SIGSTOP")
+      const before = yield* fs.readFile(file)
+      // far longer than any lease a lock file would have had: still held
+      for (let i = 0; i < 3; i++) {
+        const err = yield* Effect.flip(store.append("s", [turnStart(3, 2)], { expectedSeq: 3 }))
+        assert.strictEqual(rule(err), "S6")
+      }
+      assert.deepStrictEqual(yield* fs.readFile(file), before)
+      yield* holder.signal("SIGCONT")
+      yield* holder.release
+      yield* store.append("s", [turnStart(3, 2)], { expectedSeq: 3 })
+      assert.strictEqual((yield* store.load("s")).events.length, 4)
+    }).pipe(provide))
+
+  it.scopedLive("a holder that dies (SIGKILL) frees the lock with its process: the next append needs no wait", () =>
+    Effect.gen(function*() {
+      const { file, store } = yield* withSession({ lockTimeoutMs: 100 })
+      const holder = yield* spawnHolder(file)
       assert.strictEqual(rule(yield* Effect.flip(store.append("s", [turnStart(3, 2)], { expectedSeq: 3 }))), "S6")
+      yield* holder.signal("SIGKILL")
+      assert.isFalse(isLocked(file))
+      yield* store.append("s", [turnStart(3, 2)], { expectedSeq: 3 })
     }).pipe(provide))
 
-  it.scopedLive("S9: a lock older than staleLockMs is broken, whoever holds it", () =>
+  it.scopedLive("a lock file of an older build (even of a dead pid) is neither needed nor broken: it is left exactly as it was", () =>
     Effect.gen(function*() {
-      const { fs, lock, store } = yield* withSession({ lockTimeoutMs: 2_000, staleLockMs: 1_000 })
-      yield* fs.writeFileString(lock, lockContent(process.pid, hostname(), Date.now() - 10_000))
+      const { file, fs, root, store } = yield* withSession({ lockTimeoutMs: 100 })
+      const legacy = file + ".lock"
+      const content = JSON.stringify({ pid: DEAD_PID, host: "elsewhere", at: 0 })
+      yield* fs.writeFileString(legacy, content)
       yield* store.append("s", [turnStart(3, 2)], { expectedSeq: 3 })
-      yield* fs.writeFileString(lock, lockContent(4242, "some-other-host.invalid", Date.now() - 10_000))
-      yield* store.append("s", [turnEnd(4, 2)], { expectedSeq: 4 })
-      assert.strictEqual((yield* store.load("s")).events.length, 5)
+      assert.strictEqual(yield* fs.readFileString(legacy), content)
+      assert.deepStrictEqual(yield* namesIn(fs, root), ["s.jsonl", "s.jsonl.lock"])
     }).pipe(provide))
 
-  it.scopedLive("S9: an unreadable lock is judged by its age", () =>
+  it.scopedLive("a writer waiting on a file that is replaced meanwhile locks and checks the new file (C7 against its content)", () =>
     Effect.gen(function*() {
-      const { fs, lock, store } = yield* withSession({ lockTimeoutMs: 100, staleLockMs: 60_000 })
-      yield* fs.writeFileString(lock, "")
-      assert.strictEqual(rule(yield* Effect.flip(store.append("s", [turnStart(3, 2)], { expectedSeq: 3 }))), "S6")
-      const old = new Date(Date.now() - 120_000)
-      yield* fs.utimes(lock, old, old)
+      const { another, file, fs, store } = yield* withSession({ lockTimeoutMs: 30_000 })
+      const other = yield* another()
+      // the store caches the file's state; then another writer holds the lock and replaces the file
       yield* store.append("s", [turnStart(3, 2)], { expectedSeq: 3 })
+      const holder = holdInProcess(file)
+      const fiber = yield* Effect.fork(store.append("s", [userMessage(4)], { expectedSeq: 4 }))
+      yield* Effect.sleep("100 millis")
+      const loaded = yield* other.load("s")
+      const replacement = [...loaded.events, userMessage(4, "other"), userMessage(5, "other")]
+      const temp = file + ".new"
+      yield* fs.writeFileString(temp, (yield* fs.readFileString(file)).split("\n")[0] + "\n" +
+        replacement.map((e) => JSON.stringify(e)).join("\n") + "\n")
+      yield* fs.rename(temp, file)
+      const oldInodeBytes = yield* fs.readFileString(file)
+      holder.release()
+      const err = yield* Effect.flip(Fiber.join(fiber))
+      assert.strictEqual(rule(err), "C7")
+      assert.strictEqual((err as { storedSeq?: number }).storedSeq, 6)
+      assert.strictEqual(yield* fs.readFileString(file), oldInodeBytes)
+      yield* store.append("s", [turnEnd(6, 2)], { expectedSeq: 6 })
+      assert.strictEqual((yield* other.load("s")).events.length, 7)
     }).pipe(provide))
 
   // it.scoped: lock waits use wall-clock time, so contention does not hang under the TestClock
@@ -320,38 +226,38 @@ describe("JsonlStore lock file (§7.4.5)", () => {
 
   it.scopedLive("an append interrupted while it rescans under the lock releases the lock and writes nothing", () =>
     Effect.gen(function*() {
-      const { fileOf, fs, lock, root } = yield* withSession()
+      const { file, fs, root } = yield* withSession()
       const path = yield* Path.Path
       const reading = yield* Deferred.make<void>()
       // a FileSystem whose reads of the session file (the rescan of a cache miss) never finish
       const stuck: FileSystem.FileSystem = {
         ...fs,
-        open: (file, options) =>
-          file === fileOf("s") && options?.flag === "r"
+        open: (name, options) =>
+          name === file && options?.flag === "r"
             ? Effect.zipRight(Deferred.succeed(reading, undefined), Effect.never)
-            : fs.open(file, options)
+            : fs.open(name, options)
       }
       const store = yield* makeJsonlStore({ root }).pipe(
         Effect.provideService(FileSystem.FileSystem, stuck),
         Effect.provideService(Path.Path, path)
       )
-      const before = yield* fs.readFile(fileOf("s"))
+      const before = yield* fs.readFile(file)
       const fiber = yield* Effect.fork(store.append("s", [turnStart(3, 2)], { expectedSeq: 3 }))
       yield* Deferred.await(reading)
-      assert.isTrue(yield* fs.exists(lock))
+      assert.isTrue(isLocked(file))
       yield* Fiber.interrupt(fiber)
-      assert.isFalse(yield* fs.exists(lock))
-      assert.deepStrictEqual(yield* fs.readFile(fileOf("s")), before)
+      assert.isFalse(isLocked(file))
+      assert.deepStrictEqual(yield* fs.readFile(file), before)
     }).pipe(provide))
 
-  it.scoped("L11: an append to a session file removed meanwhile is SessionNotFound; the lock is released", () =>
+  it.scoped("L11: an append to a session file removed meanwhile is SessionNotFound", () =>
     Effect.gen(function*() {
-      const { fs, fileOf, lock, store } = yield* withSession()
-      yield* fs.remove(fileOf("s"))
+      const { file, fs, root, store } = yield* withSession()
+      yield* fs.remove(file)
       const err = yield* Effect.flip(store.append("s", [turnStart(3, 2)], { expectedSeq: 3 }))
       assert.strictEqual(err._tag, "SessionNotFound")
       assert.strictEqual(rule(err), "L11")
-      assert.isFalse(yield* fs.exists(lock))
+      assert.deepStrictEqual(yield* namesIn(fs, root), [])
     }).pipe(provide))
 
   it.scoped("L11: an append to an unknown id before the root exists is SessionNotFound and creates nothing", () =>
@@ -396,14 +302,14 @@ interface Faults {
   shortWrites?: boolean
   /** Fail every stat and fstat with EACCES. */
   failStat?: boolean
-  /** Fail every link with EPERM. */
-  failLink?: boolean
+  /** Fail every lock attempt with ENOLCK. */
+  failLock?: boolean
 }
 
 const errno = (code: string, syscall: string) =>
   Object.assign(new Error(`${code}: injected ${syscall} failure`), { code, syscall })
 
-/** The node:fs seam with faults on append-mode descriptors (lock templates are written normally). */
+/** The node:fs seam with faults on append-mode descriptors. */
 const faultySync = (faults: Faults): SyncFileSystem => {
   const appending = new Set<number>()
   const base = nodeSyncFileSystem
@@ -449,9 +355,9 @@ const faultySync = (faults: Faults): SyncFileSystem => {
       if (faults.failStat === true) throw errno("EACCES", "fstat")
       return base.fstat(fd)
     },
-    link: (existing, target) => {
-      if (faults.failLink === true) throw errno("EPERM", "link")
-      base.link(existing, target)
+    tryLock: (fd) => {
+      if (faults.failLock === true) throw errno("ENOLCK", "flock")
+      return base.tryLock(fd)
     }
   }
 }
@@ -476,7 +382,7 @@ describe("JsonlStore write failures (S7, S8)", () => {
 
   it.scoped("S7: a partial write then a failure is truncated back; a retry with the same expectedSeq succeeds", () =>
     Effect.gen(function*() {
-      const { another, fs, fileOf, lock } = yield* withSession()
+      const { another, fs, fileOf, file } = yield* withSession()
       const faults: Faults = { ...noFaults(), failWrite: true }
       const store = yield* another({ syncFileSystem: faultySync(faults) })
       const before = yield* fs.readFile(fileOf("s"))
@@ -488,7 +394,7 @@ describe("JsonlStore write failures (S7, S8)", () => {
       assert.instanceOf(cause, SystemError)
       assert.strictEqual((cause as SystemError).reason, "Unknown")
       assert.deepStrictEqual(yield* fs.readFile(fileOf("s")), before)
-      assert.isFalse(yield* fs.exists(lock))
+      assert.isFalse(isLocked(file))
       faults.failWrite = false
       yield* store.append("s", [userMessage(3, "kept")], { expectedSeq: 3 })
       const loaded = yield* store.load("s")
@@ -524,7 +430,7 @@ describe("JsonlStore write failures (S7, S8)", () => {
 
   it.scoped("S8: a failed rollback marks the session suspect until a load re-reads it", () =>
     Effect.gen(function*() {
-      const { another, fileOf, fs, lock } = yield* withSession()
+      const { another, fileOf, fs, file } = yield* withSession()
       const faults: Faults = { ...noFaults(), failWrite: true, failTruncate: true }
       const store = yield* another({ syncFileSystem: faultySync(faults) })
       const size = Number((yield* fs.stat(fileOf("s"))).size)
@@ -533,7 +439,7 @@ describe("JsonlStore write failures (S7, S8)", () => {
       const cause = (err as { cause?: { write?: unknown; rollback?: unknown } }).cause
       assert.instanceOf(cause?.write, SystemError)
       assert.instanceOf(cause?.rollback, SystemError)
-      assert.isFalse(yield* fs.exists(lock))
+      assert.isFalse(isLocked(file))
       // half the batch is on disk, unacknowledged
       assert.isAbove(Number((yield* fs.stat(fileOf("s"))).size), size)
       faults.failWrite = false
@@ -552,7 +458,7 @@ describe("JsonlStore write failures (S7, S8)", () => {
 
   it.scoped("a stat failure under the lock is StoreFailure (append) with the errno as a SystemError; nothing written", () =>
     Effect.gen(function*() {
-      const { another, fs, fileOf, lock } = yield* withSession()
+      const { another, fs, fileOf, file } = yield* withSession()
       const faults: Faults = { ...noFaults(), failStat: true }
       const store = yield* another({ syncFileSystem: faultySync(faults) })
       const before = yield* fs.readFile(fileOf("s"))
@@ -563,15 +469,15 @@ describe("JsonlStore write failures (S7, S8)", () => {
       assert.instanceOf(cause, SystemError)
       assert.strictEqual(cause.reason, "PermissionDenied")
       assert.deepStrictEqual(yield* fs.readFile(fileOf("s")), before)
-      assert.isFalse(yield* fs.exists(lock))
+      assert.isFalse(isLocked(file))
       faults.failStat = false
       yield* store.append("s", [userMessage(3)], { expectedSeq: 3 })
     }).pipe(provide))
 
-  it.scoped("a lock that cannot be created (not EEXIST) is StoreFailure (append); nothing written", () =>
+  it.scoped("a lock that fails (not EWOULDBLOCK, e.g. ENOLCK) is StoreFailure (append); nothing written", () =>
     Effect.gen(function*() {
-      const { another, fs, fileOf, lock } = yield* withSession()
-      const faults: Faults = { ...noFaults(), failLink: true }
+      const { another, fs, fileOf, file } = yield* withSession()
+      const faults: Faults = { ...noFaults(), failLock: true }
       const store = yield* another({ syncFileSystem: faultySync(faults) })
       const before = yield* fs.readFile(fileOf("s"))
       const err = yield* Effect.flip(store.append("s", [userMessage(3)], { expectedSeq: 3 }))
@@ -579,7 +485,7 @@ describe("JsonlStore write failures (S7, S8)", () => {
       assert.strictEqual((err as { method?: string }).method, "append")
       assert.isUndefined(rule(err))
       assert.deepStrictEqual(yield* fs.readFile(fileOf("s")), before)
-      assert.isFalse(yield* fs.exists(lock))
+      assert.isFalse(isLocked(file))
     }).pipe(provide))
 })
 
@@ -636,14 +542,14 @@ const big = (seq: number) => userMessage(seq, "é".repeat(100_000) + "x".repeat(
 describe("JsonlStore write failures of large (streamed) batches (S7, S8)", () => {
   it.scoped("S7: a failed streamed write is truncated back; a retry succeeds", () =>
     Effect.gen(function*() {
-      const { fs, fileOf, root, lock } = yield* withSession()
+      const { fs, fileOf, root, file } = yield* withSession()
       const faults: Faults = { ...noFaults(), failWrite: true }
       const store = yield* streamingStore(root, faults)
       const before = yield* fs.readFile(fileOf("s"))
       const err = yield* Effect.flip(store.append("s", [big(3)], { expectedSeq: 3 }))
       assert.strictEqual(rule(err), "S7")
       assert.deepStrictEqual(yield* fs.readFile(fileOf("s")), before)
-      assert.isFalse(yield* fs.exists(lock))
+      assert.isFalse(isLocked(file))
       faults.failWrite = false
       yield* store.append("s", [big(3)], { expectedSeq: 3 })
       const loaded = yield* store.load("s")
