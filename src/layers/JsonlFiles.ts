@@ -1,119 +1,61 @@
 /**
- * Operating-system primitives of the JSONL backend that `@effect/platform`'s FileSystem lacks
- * (SPEC §7.4.3, §7.4.5): the synchronous file calls of the append hot path and the kernel file
- * lock (`SyncFileSystem`, node:fs plus `flock(2)` by default, and the fault-injection seam of
- * tests), their errors as PlatformErrors, and fsync of a directory (skipped where the platform
- * refuses it).
+ * The JSONL file layout and its steps over `@effect/platform` FileSystem (SPEC §7.4.1, §7.4.3):
+ * session paths and the names `list` considers, the root made on first use (0700, parents
+ * fsynced), temporary files (`wx`, 0600, fsynced), the no-overwrite publish by hard link, the
+ * backup-then-rename replacement, truncation and directory fsync. Failures stay PlatformErrors.
  */
+import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
-import { type PlatformError, SystemError, type SystemErrorReason } from "@effect/platform/Error"
+import * as Path from "@effect/platform/Path"
 import * as Effect from "effect/Effect"
-import * as NodeFs from "node:fs"
-import * as FsExt from "fs-ext"
+import * as Option from "effect/Option"
+import * as Random from "effect/Random"
+import { encodeSessionId } from "../schema/SessionIdEncoding.js"
 
-/**
- * The synchronous file calls of the JSONL append path and its lock. Each call throws what node:fs
- * throws (an Error with an errno `code`); the store turns it into a PlatformError.
- */
-export interface SyncFileSystem {
-  /**
-   * `"append"`: write-only, every write at the end, never creates (ENOENT when missing);
-   * `"create"`: a new file (`wx`: EEXIST when it exists) with `mode`.
-   */
-  readonly open: (path: string, flags: "append" | "create", mode?: number) => number
-  /** Write `length` bytes of `buffer` from `offset`; returns how many were written. */
-  readonly write: (fd: number, buffer: Uint8Array, offset: number, length: number) => number
-  /** Write the UTF-8 bytes of `text`; returns how many were written (fewer on a partial write). */
-  readonly writeString: (fd: number, text: string) => number
-  readonly fsync: (fd: number) => void
-  readonly ftruncate: (fd: number, length: number) => void
-  readonly close: (fd: number) => void
-  /** Identity and size of an open file. */
-  readonly fstat: (fd: number) => FileStat
-  /** Identity, size and modification time; `undefined` when the path does not exist. */
-  readonly stat: (path: string) => FileStat | undefined
-  /**
-   * Try to take the exclusive advisory lock of an open file (`flock(LOCK_EX | LOCK_NB)`) without
-   * waiting: `true` when taken, `false` when another open file description holds it. The kernel
-   * releases it when the descriptor is closed or its process dies.
-   */
-  readonly tryLock: (fd: number) => boolean
+/** Where a session's file lives. */
+export interface SessionPath {
+  /** `encode(id)` (SPEC §7.4.1). */
+  readonly name: string
+  readonly file: string
 }
 
-/** What the JSONL store reads of a stat. */
-export interface FileStat {
-  readonly ino: number
+/** A written and fsynced temporary file: its path and the identity a link or rename publishes. */
+export interface TempFile {
+  readonly path: string
+  readonly ino: string
   readonly size: number
-  readonly mtimeMs: number
 }
 
-const APPEND = NodeFs.constants.O_WRONLY | NodeFs.constants.O_APPEND
-
-/** The node:fs implementation of `SyncFileSystem`. */
-export const nodeSyncFileSystem: SyncFileSystem = {
-  open: (path, flags, mode) => NodeFs.openSync(path, flags === "append" ? APPEND : "wx", mode),
-  write: (fd, buffer, offset, length) => NodeFs.writeSync(fd, buffer, offset, length),
-  writeString: (fd, text) => NodeFs.writeSync(fd, text, null, "utf8"),
-  fsync: (fd) => NodeFs.fsyncSync(fd),
-  ftruncate: (fd, length) => NodeFs.ftruncateSync(fd, length),
-  close: (fd) => NodeFs.closeSync(fd),
-  fstat: (fd) => NodeFs.fstatSync(fd),
-  stat: (path) => NodeFs.statSync(path, { throwIfNoEntry: false }),
-  tryLock: (fd) => {
-    try {
-      FsExt.flockSync(fd, "exnb")
-      return true
-    } catch (e) {
-      const code = thrownCode(e)
-      if (code === "EAGAIN" || code === "EWOULDBLOCK") return false
-      throw e
-    }
-  }
+/** The file steps of one store's root. */
+export interface JsonlFiles {
+  readonly pathOf: (id: string) => SessionPath
+  /** The session files in the root (`.jsonl`, not hidden); none when the root does not exist. */
+  readonly sessionFiles: Effect.Effect<ReadonlyArray<SessionPath>, PlatformError>
+  /** A stat, none when the path does not exist. */
+  readonly stat: (path: string) => Effect.Effect<Option.Option<FileSystem.File.Info>, PlatformError>
+  /** Create the root and its missing parents (0700), fsyncing each new directory's parent. */
+  readonly ensureRoot: Effect.Effect<void, PlatformError>
+  /** Write `parts` to a fresh temporary file next to the session file `name`, and fsync it. */
+  readonly writeTemp: (name: string, parts: ReadonlyArray<string>) => Effect.Effect<TempFile, PlatformError>
+  /**
+   * Publish a temporary file at `file` by a no-overwrite hard link: false (and the temp removed)
+   * when `file` exists.
+   */
+  readonly publish: (temp: string, file: string) => Effect.Effect<boolean, PlatformError>
+  /**
+   * Keep `file` as `<file>.v<version>.bak` (then `.v<version>.1.bak`, ...), rename `temp` over it
+   * and fsync the root; the temp is removed on failure. `file` is never absent.
+   */
+  readonly replace: (temp: string, file: string, version: number) => Effect.Effect<void, PlatformError>
+  /** Truncate `file` to `size` bytes and fsync it. */
+  readonly truncate: (file: string, size: number) => Effect.Effect<void, PlatformError>
+  readonly fsyncRoot: Effect.Effect<void, PlatformError>
+  /** Remove a path, best effort (leftover temporary names are ignored by readers). */
+  readonly removeQuietly: (path: string) => Effect.Effect<void>
 }
 
-
-/** The errno code (`EEXIST`, `ENOENT`, ...) of a thrown node:fs error, when there is one. */
-export const thrownCode = (error: unknown): string | undefined =>
-  typeof error === "object" && error !== null && "code" in error && typeof error.code === "string"
-    ? error.code
-    : undefined
-
-const REASONS: Readonly<Record<string, SystemErrorReason>> = {
-  ENOENT: "NotFound",
-  EACCES: "PermissionDenied",
-  EEXIST: "AlreadyExists",
-  EISDIR: "BadResource",
-  ENOTDIR: "BadResource",
-  EBUSY: "Busy",
-  ELOOP: "BadResource"
-}
-
-/** A thrown node:fs error as the PlatformError `@effect/platform-node` makes of it. */
-export const toSystemError = (method: string, path: string | number, error: unknown): SystemError => {
-  const code = thrownCode(error)
-  const syscall = typeof error === "object" && error !== null && "syscall" in error && typeof error.syscall === "string"
-    ? error.syscall
-    : undefined
-  return new SystemError({
-    reason: (code === undefined ? undefined : REASONS[code]) ?? "Unknown",
-    module: "FileSystem",
-    method,
-    pathOrDescriptor: path,
-    ...(syscall === undefined ? {} : { syscall }),
-    description: error instanceof Error ? error.message : String(error),
-    cause: error
-  })
-}
-
-/** The errno code (`EEXIST`, `EPERM`, ...) behind a PlatformError, when there is one. */
-export const errnoCode = (error: PlatformError): string | undefined => {
-  if (error._tag !== "SystemError") return undefined
-  const cause: unknown = error.cause
-  if (typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string") {
-    return cause.code
-  }
-  return undefined
-}
+/** The identity of a stat, as the store compares it. */
+export const inoOf = (info: FileSystem.File.Info): string => String(Option.getOrElse(info.ino, () => 0))
 
 /** True when a PlatformError reports an existing target (EEXIST). */
 export const isAlreadyExists = (error: PlatformError): boolean =>
@@ -123,18 +65,154 @@ export const isAlreadyExists = (error: PlatformError): boolean =>
 export const isNotFound = (error: PlatformError): boolean =>
   error._tag === "SystemError" && error.reason === "NotFound"
 
+/** The errno code (`EEXIST`, `EPERM`, ...) behind a PlatformError, when there is one. */
+const errnoCode = (error: PlatformError): string | undefined => {
+  if (error._tag !== "SystemError") return undefined
+  const cause: unknown = error.cause
+  if (typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string") {
+    return cause.code
+  }
+  return undefined
+}
+
 // Directories cannot be opened or fsynced on some platforms (Windows: EPERM/EISDIR); SPEC §7.4.3 step 4.
 const UNSYNCABLE: ReadonlySet<string> = new Set(["EPERM", "EISDIR", "EINVAL", "ENOTSUP", "EBADF", "EACCES"])
 
 /** fsync a directory so a new or renamed entry in it is durable; skipped where the OS refuses. */
-export const fsyncDirectory = (dir: string): Effect.Effect<void, PlatformError, FileSystem.FileSystem> =>
-  Effect.flatMap(FileSystem.FileSystem, (fs) =>
-    Effect.scoped(Effect.flatMap(fs.open(dir, { flag: "r" }), (handle) => handle.sync)).pipe(
-      Effect.catchIf(
-        (e) => {
-          const code = errnoCode(e)
-          return code !== undefined && UNSYNCABLE.has(code)
-        },
-        () => Effect.void
+export const fsyncDirectory = (fs: FileSystem.FileSystem, dir: string): Effect.Effect<void, PlatformError> =>
+  Effect.scoped(Effect.flatMap(fs.open(dir, { flag: "r" }), (handle) => handle.sync)).pipe(
+    Effect.catchIf(
+      (e) => {
+        const code = errnoCode(e)
+        return code !== undefined && UNSYNCABLE.has(code)
+      },
+      () => Effect.void
+    )
+  )
+
+const encoder = new TextEncoder()
+const WRITE_CHUNK = 1 << 20
+
+/** Write text parts in bounded chunks (a replaced log is never one giant string). */
+const writeParts = (handle: FileSystem.File, parts: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    let pending = ""
+    for (const part of parts) {
+      pending += part
+      if (pending.length >= WRITE_CHUNK) {
+        yield* handle.writeAll(encoder.encode(pending))
+        pending = ""
+      }
+    }
+    if (pending.length > 0) yield* handle.writeAll(encoder.encode(pending))
+  })
+
+const randomHex = Effect.gen(function*() {
+  let out = ""
+  for (let i = 0; i < 4; i++) out += (yield* Random.nextIntBetween(0, 0x10000)).toString(16).padStart(4, "0")
+  return out
+})
+
+/** The file steps of the store rooted at `root` (resolved against the working directory). */
+export const make = (root: string): Effect.Effect<JsonlFiles, never, FileSystem.FileSystem | Path.Path> =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const path = yield* Path.Path
+    const dir = path.resolve(root)
+    const removeQuietly = (p: string) => Effect.ignore(fs.remove(p))
+    const stat = (p: string) =>
+      fs.stat(p).pipe(
+        Effect.map(Option.some),
+        Effect.catchIf(isNotFound, () => Effect.succeed(Option.none<FileSystem.File.Info>()))
       )
-    ))
+    let rootReady = false
+
+    const ensureRoot = Effect.gen(function*() {
+      if (rootReady) return
+      const missing: Array<string> = []
+      let d = dir
+      while (!(yield* fs.exists(d))) {
+        missing.unshift(d)
+        const parent = path.dirname(d)
+        if (parent === d) break
+        d = parent
+      }
+      for (const m of missing) {
+        yield* fs.makeDirectory(m, { mode: 0o700 }).pipe(Effect.catchIf(isAlreadyExists, () => Effect.void))
+        yield* fsyncDirectory(fs, path.dirname(m))
+      }
+      rootReady = true
+    })
+
+    const writeTemp = (name: string, parts: ReadonlyArray<string>) =>
+      Effect.gen(function*() {
+        for (let attempt = 0;; attempt++) {
+          const temp = path.join(dir, `.${name}.${yield* randomHex}.tmp`)
+          const created = yield* Effect.scoped(Effect.gen(function*() {
+            const handle = yield* fs.open(temp, { flag: "wx", mode: 0o600 })
+            return yield* Effect.onError(
+              Effect.zipRight(Effect.zipRight(writeParts(handle, parts), handle.sync), handle.stat),
+              () => removeQuietly(temp)
+            )
+          })).pipe(
+            Effect.map(Option.some),
+            Effect.catchIf((e) => isAlreadyExists(e) && attempt < 8, () => Effect.succeed(Option.none()))
+          )
+          if (Option.isSome(created)) return { path: temp, ino: inoOf(created.value), size: Number(created.value.size) }
+        }
+      })
+
+    const publish = (temp: string, file: string) =>
+      fs.link(temp, file).pipe(
+        Effect.as(true),
+        Effect.catchIf(isAlreadyExists, () => Effect.as(removeQuietly(temp), false)),
+        Effect.tapError(() => removeQuietly(temp))
+      )
+
+    const replace = (temp: string, file: string, version: number) =>
+      Effect.gen(function*() {
+        for (let n = 0;; n++) {
+          const backup = `${file}.v${version}${n === 0 ? "" : `.${n}`}.bak`
+          const linked = yield* fs.link(file, backup).pipe(
+            Effect.as(true),
+            Effect.catchIf((e) => isAlreadyExists(e) && n < 1000, () => Effect.succeed(false))
+          )
+          if (linked) break
+        }
+        yield* fs.rename(temp, file)
+        yield* fsyncDirectory(fs, dir)
+      }).pipe(Effect.tapError(() => removeQuietly(temp)))
+
+    const truncate = (file: string, size: number) =>
+      Effect.scoped(Effect.gen(function*() {
+        const handle = yield* fs.open(file, { flag: "r+" })
+        yield* handle.truncate(size)
+        yield* handle.sync
+      }))
+
+    const sessionFiles = fs.readDirectory(dir).pipe(
+      Effect.catchIf(isNotFound, () => Effect.succeed<Array<string>>([])),
+      Effect.map((names) =>
+        names
+          .filter((entry) => entry.endsWith(".jsonl") && !entry.startsWith("."))
+          .map((entry) => ({ name: entry.slice(0, -".jsonl".length), file: path.join(dir, entry) }))
+      )
+    )
+
+    const files: JsonlFiles = {
+      pathOf: (id) => {
+        const name = encodeSessionId(id)
+        return { name, file: path.join(dir, name + ".jsonl") }
+      },
+      sessionFiles,
+      stat,
+      ensureRoot,
+      writeTemp,
+      publish,
+      replace,
+      truncate,
+      fsyncRoot: fsyncDirectory(fs, dir),
+      removeQuietly
+    }
+    return files
+  })

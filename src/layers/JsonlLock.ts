@@ -12,7 +12,7 @@ import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import type { SystemError } from "@effect/platform/Error"
 import { SessionNotFound, StoreFailure } from "../schema/Errors.js"
-import { type SyncFileSystem, thrownCode, toSystemError } from "./JsonlFiles.js"
+import { type SyncFileSystem, thrownCode, toSystemError } from "./JsonlAppender.js"
 
 /**
  * Lock waits use wall-clock time even when a test replaces the Clock service (a TestClock would

@@ -21,6 +21,7 @@ import { makeSqliteStore } from "../../src/layers/SqliteStore.js"
 import { encodeEvent } from "../../src/schema/EventCodec.js"
 import type { Event } from "../../src/schema/Events.js"
 import * as Session from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { SessionStore, type SessionStoreShape } from "../../src/services/SessionStore.js"
 
 const [kind, location, sessionId] = process.argv.slice(2)
@@ -106,8 +107,8 @@ const agent = Effect.gen(function*() {
   opening = true
   const existing = yield* Effect.either(store.load(sessionId))
   const session = existing._tag === "Right"
-    ? yield* Session.open(sessionId)
-    : yield* Session.create({ id: sessionId, header: { cwd: "/crash" } })
+    ? yield* SessionLive.open(sessionId)
+    : yield* SessionLive.create({ id: sessionId, header: { cwd: "/crash" } })
   opening = false
   const log = yield* session.events
   say(`ready ${log.length}`)
@@ -225,7 +226,7 @@ if (kind !== "jsonl" && kind !== "sqlite") {
 
 const storeLayer = kind === "sqlite"
   ? Layer.scoped(SessionStore, Effect.map(makeSqliteStore({ filename: location }), instrument))
-  : Layer.effect(
+  : Layer.scoped(
     SessionStore,
     Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem

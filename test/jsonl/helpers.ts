@@ -20,7 +20,7 @@ export interface Fixture {
   /** The session file of `id` under root. */
   readonly fileOf: (id: string) => string
   /** A second store instance over the same root (another "process" view). */
-  readonly another: (options?: Partial<JsonlStoreOptions>) => Effect.Effect<SessionStoreShape>
+  readonly another: (options?: Partial<JsonlStoreOptions>) => Effect.Effect<SessionStoreShape, never, Scope.Scope>
 }
 
 /** A JSONL store over `<tmp>/store` (root not yet created). */

@@ -3,7 +3,7 @@
  * lock on the session file (held only while writing, no file left behind, never broken from a
  * live or paused holder, freed by a holder's death, followed across a replaced file), racing
  * appends from two store instances, and write/fsync failures rolled back (S7) or leaving the
- * session suspect (S8), injected through the store's synchronous file seam (`syncFileSystem`)
+ * session suspect (S8), injected through the store's synchronous file seam (the `SyncFileSystem` service)
  * and, for large streamed batches, through a wrapped FileSystem.
  */
 import { SystemError } from "@effect/platform/Error"
@@ -15,7 +15,7 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
-import { nodeSyncFileSystem, type SyncFileSystem } from "../../src/layers/JsonlFiles.js"
+import { layerTest, nodeSyncFileSystem, type SyncFileSystem } from "../../src/layers/JsonlAppender.js"
 import { makeJsonlStore } from "../../src/layers/JsonlStore.js"
 import type { Event } from "../../src/schema/Events.js"
 import { fixture, header, turn, turnEnd, turnStart, userMessage } from "./helpers.js"
@@ -23,6 +23,8 @@ import { holdInProcess, isLocked, spawnHolder } from "./holder.js"
 
 const provide = Effect.provide(NodeContext.layer)
 const rule = (e: unknown) => (e as { rule?: string }).rule
+/** Build a store with these synchronous file calls in place of node:fs. */
+const withFiles = (files: Partial<SyncFileSystem>) => Effect.provide(layerTest(files))
 
 /** A pid that cannot be alive (above Linux's maximum pid_max). */
 const DEAD_PID = 999_999_999
@@ -45,14 +47,13 @@ describe("JsonlStore file lock (§7.4.5)", () => {
     Effect.gen(function*() {
       const { another, file } = yield* withSession()
       const lockedDuringWrite: Array<boolean> = []
-      const probing: SyncFileSystem = {
-        ...nodeSyncFileSystem,
+      const probing: Partial<SyncFileSystem> = {
         writeString: (fd, text) => {
           lockedDuringWrite.push(isLocked(file))
           return nodeSyncFileSystem.writeString(fd, text)
         }
       }
-      const store = yield* another({ syncFileSystem: probing })
+      const store = yield* another().pipe(withFiles(probing))
       yield* store.append("s", [turnStart(3, 2)], { expectedSeq: 3 })
       yield* store.append("s", [userMessage(4)], { expectedSeq: 4 })
       assert.deepStrictEqual(lockedDuringWrite, [true, true])
@@ -368,7 +369,7 @@ describe("JsonlStore write failures (S7, S8)", () => {
   it.scoped("§7.4.3 step 5: short writes are continued until every byte of the batch is written", () =>
     Effect.gen(function*() {
       const { another, fs, fileOf } = yield* withSession()
-      const store = yield* another({ syncFileSystem: faultySync({ ...noFaults(), shortWrites: true }) })
+      const store = yield* another().pipe(withFiles(faultySync({ ...noFaults(), shortWrites: true })))
       const batch = [userMessage(3, "naïve façade — 日本語 ✓ ".repeat(50)), turnEnd(4, 1)]
       yield* store.append("s", batch, { expectedSeq: 3 })
       yield* store.append("s", [userMessage(5, "ü".repeat(999))], { expectedSeq: 5 })
@@ -384,7 +385,7 @@ describe("JsonlStore write failures (S7, S8)", () => {
     Effect.gen(function*() {
       const { another, fs, fileOf, file } = yield* withSession()
       const faults: Faults = { ...noFaults(), failWrite: true }
-      const store = yield* another({ syncFileSystem: faultySync(faults) })
+      const store = yield* another().pipe(withFiles(faultySync(faults)))
       const before = yield* fs.readFile(fileOf("s"))
       const err = yield* Effect.flip(store.append("s", [userMessage(3, "lost")], { expectedSeq: 3 }))
       assert.strictEqual(err._tag, "StoreFailure")
@@ -406,7 +407,7 @@ describe("JsonlStore write failures (S7, S8)", () => {
     Effect.gen(function*() {
       const { another, fs, fileOf } = yield* withSession()
       const faults: Faults = { ...noFaults(), syncFailures: 1 }
-      const store = yield* another({ syncFileSystem: faultySync(faults) })
+      const store = yield* another().pipe(withFiles(faultySync(faults)))
       const before = yield* fs.readFile(fileOf("s"))
       const err = yield* Effect.flip(store.append("s", [userMessage(3)], { expectedSeq: 3 }))
       assert.strictEqual(err._tag, "StoreFailure")
@@ -420,7 +421,7 @@ describe("JsonlStore write failures (S7, S8)", () => {
     Effect.gen(function*() {
       const { another } = yield* withSession()
       const faults: Faults = { ...noFaults(), syncFailures: 2 }
-      const store = yield* another({ syncFileSystem: faultySync(faults) })
+      const store = yield* another().pipe(withFiles(faultySync(faults)))
       const err = yield* Effect.flip(store.append("s", [userMessage(3)], { expectedSeq: 3 }))
       assert.strictEqual(rule(err), "S8")
       assert.strictEqual(rule(yield* Effect.flip(store.append("s", [userMessage(3)], { expectedSeq: 3 }))), "S8")
@@ -432,7 +433,7 @@ describe("JsonlStore write failures (S7, S8)", () => {
     Effect.gen(function*() {
       const { another, fileOf, fs, file } = yield* withSession()
       const faults: Faults = { ...noFaults(), failWrite: true, failTruncate: true }
-      const store = yield* another({ syncFileSystem: faultySync(faults) })
+      const store = yield* another().pipe(withFiles(faultySync(faults)))
       const size = Number((yield* fs.stat(fileOf("s"))).size)
       const err = yield* Effect.flip(store.append("s", [userMessage(3, "half")], { expectedSeq: 3 }))
       assert.strictEqual(rule(err), "S8")
@@ -460,7 +461,7 @@ describe("JsonlStore write failures (S7, S8)", () => {
     Effect.gen(function*() {
       const { another, fs, fileOf, file } = yield* withSession()
       const faults: Faults = { ...noFaults(), failStat: true }
-      const store = yield* another({ syncFileSystem: faultySync(faults) })
+      const store = yield* another().pipe(withFiles(faultySync(faults)))
       const before = yield* fs.readFile(fileOf("s"))
       const err = yield* Effect.flip(store.append("s", [userMessage(3)], { expectedSeq: 3 }))
       assert.strictEqual(err._tag, "StoreFailure")
@@ -478,7 +479,7 @@ describe("JsonlStore write failures (S7, S8)", () => {
     Effect.gen(function*() {
       const { another, fs, fileOf, file } = yield* withSession()
       const faults: Faults = { ...noFaults(), failLock: true }
-      const store = yield* another({ syncFileSystem: faultySync(faults) })
+      const store = yield* another().pipe(withFiles(faultySync(faults)))
       const before = yield* fs.readFile(fileOf("s"))
       const err = yield* Effect.flip(store.append("s", [userMessage(3)], { expectedSeq: 3 }))
       assert.strictEqual(err._tag, "StoreFailure")

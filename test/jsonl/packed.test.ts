@@ -26,6 +26,7 @@ import {
 import { SessionHeaderInvalid } from "../../src/schema/Errors.js"
 import { type SessionHeader, validateSessionHeader } from "../../src/schema/SessionHeader.js"
 import * as Session from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { anyValidLog, appendOptions, asEvents } from "../arbitraries.js"
 import { type DurableBackend, storeContract } from "../store-contract/contract.js"
 import { fixture, line, turnEnd, turnStart, userMessage, writeRaw } from "./helpers.js"
@@ -609,7 +610,7 @@ describe("JsonlStore packChunks", () => {
       const layer = layerJsonlStore({ root: f.root, packChunks: true })
       const log = turnLog()
       const written = yield* Effect.scoped(Effect.gen(function*() {
-        const s = yield* Session.create({ id: "r", persistence: { mode: "batched", windowMs: 1_000_000 } })
+        const s = yield* SessionLive.create({ id: "r", persistence: { mode: "batched", windowMs: 1_000_000 } })
         for (const e of log) yield* s.appendUnknown(e.type, e.data, appendOptions(e))
         yield* s.flush
         return yield* s.events
@@ -618,7 +619,7 @@ describe("JsonlStore packChunks", () => {
       assert.isTrue(file.includes("\"type\":\"text-chunks\""))
       assert.isTrue(file.includes("\"type\":\"tool-call-chunks\""))
       const reopened = yield* Effect.scoped(Effect.gen(function*() {
-        const s = yield* Session.open("r")
+        const s = yield* SessionLive.open("r")
         const events = yield* s.events
         // appends continue at the member count
         yield* s.appendUnknown("turn/start", { turn: 2 })

@@ -1,6 +1,6 @@
 /**
  * JSONL read path (SPEC §7.4.4, §8.2 step 1): torn tails (L1, L3) and their repair by
- * Session.open, committed-region defects (L2), header rules (L5, K4, K5, K6, J15), identity
+ * SessionLive.open, committed-region defects (L2), header rules (L5, K4, K5, K6, J15), identity
  * (L6), over-long lines (L7), lossless failures of committed records (L9) and chunked streaming.
  */
 import * as FileSystem from "@effect/platform/FileSystem"
@@ -13,6 +13,7 @@ import { layerJsonlStore, makeJsonlStore, readJsonlFile } from "../../src/layers
 import { encodeEvent } from "../../src/schema/EventCodec.js"
 import type { Event } from "../../src/schema/Events.js"
 import * as Session from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
 import { bytes, fileText, fixture, header, line, turn, turnEnd, turnStart, userMessage, writeRaw } from "./helpers.js"
 
@@ -52,7 +53,7 @@ const tornCases: ReadonlyArray<{
 
 describe("JsonlStore torn tails (L1, L3)", () => {
   for (const c of tornCases) {
-    it.scoped(`L1/L3: ${c.name} is a torn tail; load never mutates; Session.open truncates and repairs`, () =>
+    it.scoped(`L1/L3: ${c.name} is a torn tail; load never mutates; SessionLive.open truncates and repairs`, () =>
       Effect.gen(function*() {
         const content = bytes(prefixText, c.tail)
         const { fs, fileOf, root, store } = yield* stored("t", content)
@@ -70,10 +71,10 @@ describe("JsonlStore torn tails (L1, L3)", () => {
         assert.strictEqual(rule(append), "L1")
         assert.deepStrictEqual(yield* fs.readFile(fileOf("t")), content)
         // inspect never writes either
-        yield* Session.inspect("t").pipe(Effect.provide(layerJsonlStore({ root })))
+        yield* SessionLive.inspect("t").pipe(Effect.provide(layerJsonlStore({ root })))
         assert.deepStrictEqual(yield* fs.readFile(fileOf("t")), content)
-        // Session.open truncates the torn tail and appends the closers
-        const events = yield* Effect.scoped(Effect.flatMap(Session.open("t"), (s) => s.events)).pipe(
+        // SessionLive.open truncates the torn tail and appends the closers
+        const events = yield* Effect.scoped(Effect.flatMap(SessionLive.open("t"), (s) => s.events)).pipe(
           Effect.provide(layerJsonlStore({ root }))
         )
         const after = yield* fs.readFileString(fileOf("t"))
@@ -114,7 +115,7 @@ describe("JsonlStore torn tails (L1, L3)", () => {
       assert.strictEqual(rule(err), "L2")
       assert.strictEqual((err as { line?: number }).line, 4)
       assert.strictEqual((err as { location?: string }).location, fileOf("t"))
-      const open = yield* Effect.flip(Effect.scoped(Session.open("t")).pipe(Effect.provide(layerJsonlStore({ root }))))
+      const open = yield* Effect.flip(Effect.scoped(SessionLive.open("t")).pipe(Effect.provide(layerJsonlStore({ root }))))
       assert.strictEqual(rule(open), "L2")
       const append = yield* Effect.flip(store.append("t", [turnEnd(2)], { expectedSeq: 2 }))
       assert.strictEqual(rule(append), "L2")
@@ -335,7 +336,7 @@ describe("JsonlStore line framing", () => {
       assert.deepStrictEqual(Object.keys(loaded.events[0] as object), ["type", "seq", "time", "data"])
       assert.deepStrictEqual(Object.keys(loaded.events[1] as object), ["type", "seq", "time", "data", "bogus"])
       // the pipeline then rejects the extra key as corruption (L9 wrapping B1)
-      const err = yield* Effect.flip(Session.inspect("k").pipe(Effect.provide(layerJsonlStore({ root }))))
+      const err = yield* Effect.flip(SessionLive.inspect("k").pipe(Effect.provide(layerJsonlStore({ root }))))
       assert.strictEqual(rule(err), "L9")
     }).pipe(provide))
 

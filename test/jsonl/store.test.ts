@@ -11,6 +11,7 @@ import { encodeEvent } from "../../src/schema/EventCodec.js"
 import type { Event } from "../../src/schema/Events.js"
 import { type SessionHeader, validateSessionHeader } from "../../src/schema/SessionHeader.js"
 import * as Session from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
 import { fileText, fixture, header, line, turn, turnEnd, turnStart, userMessage } from "./helpers.js"
 
@@ -183,12 +184,12 @@ describe("JsonlStore write path", () => {
 })
 
 describe("Session over the JSONL store", () => {
-  it.scoped("Session.create / append / open round trip", () =>
+  it.scoped("SessionLive.create / append / open round trip", () =>
     Effect.gen(function*() {
       const { fs, root, fileOf } = yield* fixture()
       const layer = layerJsonlStore({ root })
       const written = yield* Effect.scoped(Effect.gen(function*() {
-        const s = yield* Session.create({ id: "rt" })
+        const s = yield* SessionLive.create({ id: "rt" })
         yield* s.append("turn/start", { turn: 1 })
         yield* s.append("user/message", {
           id: "u1",
@@ -201,7 +202,7 @@ describe("Session over the JSONL store", () => {
       })).pipe(Effect.provide(layer))
       assert.strictEqual(yield* fs.readFileString(fileOf("rt")), toJsonlText(written.header, written.events))
       const reopened = yield* Effect.scoped(Effect.gen(function*() {
-        const s = yield* Session.open("rt")
+        const s = yield* SessionLive.open("rt")
         return { events: yield* s.events, messages: yield* s.messages }
       })).pipe(Effect.provide(layer))
       // the open appended the end-seed marker after the stored events
@@ -213,7 +214,7 @@ describe("Session over the JSONL store", () => {
       assert.strictEqual(reopened.messages.length, 1)
       // reopening again writes nothing (idempotence)
       const before = yield* fs.readFile(fileOf("rt"))
-      yield* Effect.scoped(Session.open("rt")).pipe(Effect.provide(layer))
+      yield* Effect.scoped(SessionLive.open("rt")).pipe(Effect.provide(layer))
       assert.deepStrictEqual(yield* fs.readFile(fileOf("rt")), before)
       // and the store lists it
       const listed = yield* Effect.flatMap(SessionStore, (st) => st.list()).pipe(Effect.provide(layer))

@@ -2,7 +2,7 @@
  * One writer process of the JSONL multi-writer test (test/jsonl/writers.test.ts): appends `count`
  * events one at a time to a session with the store's expected-seq check, and prints
  * `ack <seq> <writer>:<n>` once each append is durable. On an AppendConflict it re-reads the
- * stored next seq (and, when a killed writer left a torn tail, removes it as `Session.open`
+ * stored next seq (and, when a killed writer left a torn tail, removes it as `SessionLive.open`
  * would); a lock timeout (S6) is retried. Usage:
  *   node writer-child.cjs <root> <sessionId> <count>
  * Environment: WRITER_PAUSE_AT=k stops this process (SIGSTOP to itself) on its k-th write, while
@@ -11,9 +11,10 @@
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Effect from "effect/Effect"
-import { nodeSyncFileSystem, type SyncFileSystem } from "../../src/layers/JsonlFiles.js"
+import { layerTest, nodeSyncFileSystem } from "../../src/layers/JsonlAppender.js"
 import { makeJsonlStore } from "../../src/layers/JsonlStore.js"
 import type { Event } from "../../src/schema/Events.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 
 const [root, sessionId, countArg] = process.argv.slice(2)
 const count = Number(countArg)
@@ -22,8 +23,7 @@ const writer = `w${process.pid}`
 
 let writes = 0
 let seqInFlight = -1
-const files: SyncFileSystem = {
-  ...nodeSyncFileSystem,
+const files = layerTest({
   writeString: (fd, text) => {
     if (++writes === pauseAt) {
       // pipes are synchronous on Linux: the parent has the line before the process stops
@@ -32,12 +32,12 @@ const files: SyncFileSystem = {
     }
     return nodeSyncFileSystem.writeString(fd, text)
   }
-}
+})
 
 const say = (line: string) => Effect.sync(() => void process.stdout.write(line + "\n"))
 
 const program = Effect.gen(function*() {
-  const store = yield* makeJsonlStore({ root, syncFileSystem: files, lockTimeoutMs: 60_000 })
+  const store = yield* makeJsonlStore({ root, lockTimeoutMs: 60_000 }).pipe(Effect.provide(files))
   let expectedSeq = (yield* store.load(sessionId)).events.length
   for (let n = 0; n < count;) {
     const event = {
@@ -71,4 +71,4 @@ const program = Effect.gen(function*() {
   yield* say("done")
 })
 
-NodeRuntime.runMain(program.pipe(Effect.provide(NodeContext.layer)))
+NodeRuntime.runMain(Effect.scoped(program).pipe(Effect.provide(NodeContext.layer)))
