@@ -12,6 +12,7 @@ import { runInNewContext } from "node:vm"
 import { layerMemoryStore } from "../src/layers/MemoryStore.js"
 import type { Event } from "../src/schema/Events.js"
 import * as Session from "../src/services/Session.js"
+import * as SessionLive from "../src/layers/SessionLive.js"
 import { deriveEventMessage, foldSurface } from "../src/services/SurfaceManager.js"
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 100_000)
@@ -197,7 +198,7 @@ const runOnce = (payloads: ReadonlyArray<Payload>): Promise<Figures> => {
 
   const program = Effect.gen(function*() {
     const heap1 = heapMiB()
-    const s = yield* Session.create({ id: `bench-${Date.now()}` })
+    const s = yield* SessionLive.create({ id: `bench-${Date.now()}` })
     // (ii) appends through the full pipeline (walk, shapes, plan, store, commit)
     const start = performance.now()
     for (const p of payloads) yield* s.appendUnknown(p.type, p.data, p.opts)

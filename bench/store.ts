@@ -3,7 +3,7 @@
  * the same disk, (a) durable per-append writes (`SessionStore.append` of one event; also through
  * `Session.append`), (b) batches of 100 (`SessionStore.append` of 100 events; also a batched
  * `Session` flushed every 100 events), and (c) the resume of a 100,000-event
- * session (`Session.open`: load, read pipeline, validation, repair scan, fold, derive) — each
+ * session (`SessionLive.open`: load, read pipeline, validation, repair scan, fold, derive) — each
  * beside a raw baseline: better-sqlite3 prepared inserts in one transaction per batch with the same
  * pragmas; `fs.writeSync` of the batch plus `fsyncSync` on an open file; reading and `JSON.parse`
  * of every row or line. The write baselines serialise their events with `JSON.stringify` inside the
@@ -26,6 +26,7 @@ import { encodeEvent } from "../src/schema/EventCodec.js"
 import type { Event } from "../src/schema/Events.js"
 import { encodeSessionId } from "../src/schema/SessionIdEncoding.js"
 import * as Session from "../src/services/Session.js"
+import * as SessionLive from "../src/layers/SessionLive.js"
 import { SessionStore } from "../src/services/SessionStore.js"
 import { buildWorkload } from "./core.js"
 
@@ -60,7 +61,7 @@ const workload = () => (workloadCache ??= buildWorkload(Math.max(PER_APPEND, BAT
 /** Append the workload's first `n` payloads through a session (durable or batched, flushing every BATCH). */
 const appendThroughSession = (n: number, batched: boolean, timing?: { ms: number }) =>
   Effect.gen(function*() {
-    const s = yield* Session.create({
+    const s = yield* SessionLive.create({
       id: "bench",
       persistence: batched ? { mode: "batched", windowMs: 2_147_483_647 } : { mode: "durable" }
     })
@@ -196,7 +197,7 @@ const pair = async (rawFirst: boolean, ours: () => Promise<number>, raw: () => n
  * The resume measurement runs in a fresh child process (a resume is what a process does when it
  * starts on an existing session; the bench process's own heap of workloads would otherwise tax
  * every garbage collection of the phase): one untimed warm-up of each, then `RESUME_PAIRS`
- * alternating pairs of (raw read + parse, Session.open + messages); the child prints the medians.
+ * alternating pairs of (raw read + parse, SessionLive.open + messages); the child prints the medians.
  */
 const RESUME_PAIRS = 3
 
@@ -206,7 +207,7 @@ const resumeChild = async (backend: Backend, location: string) => {
     await run(
       Effect.gen(function*() {
         const t0 = performance.now()
-        const s = yield* Session.open("bench")
+        const s = yield* SessionLive.open("bench")
         yield* s.messages
         timing.ms = performance.now() - t0
       }),

@@ -1,10 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Api from "../src/index.js"
+import * as SessionLive from "../src/layers/SessionLive.js"
 
 describe("public API", () => {
   it("re-exports the services, layers and programs as namespaces", () => {
-    assert.isFunction(Api.Session.create)
-    assert.isFunction(Api.Session.open)
+    assert.isFunction(Api.SessionLive.create)
+    assert.isFunction(Api.SessionLive.open)
     assert.isFunction(Api.MemoryStore.layerMemoryStore)
     assert.isFunction(Api.JsonlStore.layerJsonlStore)
     assert.isFunction(Api.SqliteStore.layerSqliteStore)

@@ -2,11 +2,12 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { layerMemoryStore } from "../src/layers/MemoryStore.js"
 import * as Session from "../src/services/Session.js"
+import * as SessionLive from "../src/layers/SessionLive.js"
 
 describe("smoke", () => {
   it.scoped("append, surface, messages", () =>
     Effect.gen(function*() {
-      const s = yield* Session.create({ id: "s1" })
+      const s = yield* SessionLive.create({ id: "s1" })
       yield* s.append("turn/start", { turn: 1 })
       const u = yield* s.append("user/message", {
         id: "u1",

@@ -8,7 +8,7 @@ import * as Layer from "effect/Layer"
 import { InvariantViolation } from "../schema/Errors.js"
 import type { Event } from "../schema/Events.js"
 import { Invariants } from "../services/Invariants.js"
-import type { PreCommitValidator, ValidatorFactory } from "./SessionLive.js"
+import type { PreCommitValidator, ValidatorFactory } from "../services/Session.js"
 
 type Rec = Record<string, unknown>
 const isRecord = (v: unknown): v is Rec => typeof v === "object" && v !== null && !Array.isArray(v)

@@ -16,7 +16,7 @@ import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import { encodeJson, type Json } from "../schema/Json.js"
 import type { RequestConfig, ToolSpec } from "../schema/RequestHeader.js"
-import { ModelRequestConfig, toolSpecs } from "../programs/PromptConversion.js"
+import { ModelRequestConfig, toolSpecs } from "../services/PromptConversion.js"
 
 /** One step of a call script. */
 export type ScriptPart =

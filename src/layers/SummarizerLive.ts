@@ -4,7 +4,6 @@
  * deterministic layer used by tests and the demo (no model call, exact text output).
  */
 import * as LanguageModel from "@effect/ai/LanguageModel"
-import type * as Prompt from "@effect/ai/Prompt"
 import type * as Response from "@effect/ai/Response"
 import * as Tool from "@effect/ai/Tool"
 import type * as Toolkit from "@effect/ai/Toolkit"
@@ -23,6 +22,7 @@ import {
   type SummaryOutput,
   type SummaryRoute
 } from "../services/Summarizer.js"
+import { requestToPrompt } from "../services/PromptConversion.js"
 
 type Rec = Record<string, unknown>
 const isRecord = (v: unknown): v is Rec => typeof v === "object" && v !== null && !Array.isArray(v)
@@ -133,66 +133,6 @@ export const buildSummaryRequest = (
     tools: input.tools ?? [],
     messages: [...input.messages, instructionMessage]
   }
-}
-
-const parseArguments = (raw: unknown): unknown => {
-  if (typeof raw !== "string") return raw
-  try {
-    return JSON.parse(raw)
-  } catch {
-    return raw
-  }
-}
-
-/** Translate library messages to an `@effect/ai` prompt (pure). */
-export const toPrompt = (system: string | undefined, messages: ReadonlyArray<Message>): Array<Prompt.MessageEncoded> => {
-  const out: Array<Prompt.MessageEncoded> = []
-  if (system !== undefined && system.length > 0) out.push({ role: "system", content: system })
-  const callNames = new Map<string, string>()
-  for (const m of messages) {
-    for (const b of m.content) {
-      if (b.type === "tool-call" && typeof b.id === "string" && typeof b.name === "string") callNames.set(b.id, b.name)
-    }
-  }
-  for (const m of messages) {
-    if (m.role === "assistant") {
-      const parts: Array<Prompt.AssistantMessagePartEncoded> = []
-      for (const b of m.content) {
-        if (b.type === "text" && typeof b.text === "string") parts.push({ type: "text", text: b.text })
-        else if (b.type === "reasoning" && typeof b.text === "string") parts.push({ type: "reasoning", text: b.text })
-        else if (b.type === "tool-call" && typeof b.id === "string" && typeof b.name === "string") {
-          parts.push({ type: "tool-call", id: b.id, name: b.name, params: parseArguments(b.arguments) })
-        }
-      }
-      if (parts.length > 0) out.push({ role: "assistant", content: parts })
-      continue
-    }
-    const first = m.content[0]
-    if (m.content.length === 1 && first?.type === "tool-result") {
-      const callId = String(first.toolCallId)
-      const inner = Array.isArray(first.content) ? (first.content as ReadonlyArray<ContentBlock>) : []
-      const text = inner.map((b) => (b.type === "text" && typeof b.text === "string" ? b.text : "")).join("")
-      out.push({
-        role: "tool",
-        content: [{
-          type: "tool-result",
-          id: callId,
-          name: callNames.get(callId) ?? "unknown",
-          isFailure: first.isError === true,
-          result: text,
-          providerExecuted: false
-        }]
-      })
-      continue
-    }
-    const parts: Array<Prompt.UserMessagePartEncoded> = []
-    for (const b of m.content) {
-      if (b.type === "text" && typeof b.text === "string") parts.push({ type: "text", text: b.text })
-      else if (b.type === "image") parts.push({ type: "text", text: "[image]" })
-    }
-    if (parts.length > 0) out.push({ role: "user", content: parts })
-  }
-  return out
 }
 
 /** The header's tools as an `@effect/ai` toolkit whose calls are never resolved. */
@@ -331,7 +271,8 @@ export const makeSummarizerModel = (
       const request = buildSummaryRequest(options, input)
       if (request instanceof CompactionRejected) return yield* request
       const toolkit = toToolkit(request.tools)
-      const prompt = toPrompt(request.system, request.messages)
+      // the one Message -> Prompt translation of the agent loop (SPEC §1.5)
+      const prompt = requestToPrompt({ header: { system: request.system }, messages: request.messages })
       const stream = toolkit === undefined
         ? model.streamText({ prompt })
         : model.streamText({ prompt, toolkit, toolChoice: "none", disableToolCallResolution: true })

@@ -41,7 +41,7 @@ import {
   requestToPrompt,
   toolOutputContent,
   toolSpecs
-} from "./PromptConversion.js"
+} from "../services/PromptConversion.js"
 
 /** One input of a turn: a user prompt, or injected context (a `context/message`). */
 export type UserInput =

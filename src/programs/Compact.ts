@@ -540,7 +540,7 @@ export const compact = (options: CompactOptions): Effect.Effect<CompactionResult
       }
     }
     return yield* exit
-  })
+  }).pipe(Effect.withSpan("Compact.compact", { attributes: { mode: options.mode } }))
 
 // ---------------------------------------------------------------------------------------------
 // §9.7 Policy

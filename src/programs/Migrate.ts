@@ -7,7 +7,7 @@
 import * as Effect from "effect/Effect"
 import type { SessionLogError } from "../schema/Errors.js"
 import { SESSION_FORMAT_VERSION } from "../schema/Format.js"
-import { validateSeed } from "../layers/SessionLive.js"
+import { validateSeed } from "../services/Seed.js"
 import { readPipeline, SessionStore } from "../services/SessionStore.js"
 import { type ErrorReport, errorReport } from "./Verify.js"
 

@@ -5,7 +5,7 @@
  */
 import * as Effect from "effect/Effect"
 import { type SessionLogError, StoreCorrupt } from "../schema/Errors.js"
-import { validateSeed } from "../layers/SessionLive.js"
+import { validateSeed } from "../services/Seed.js"
 import { type LoadError, type LoadResult, readPipeline, SessionStore } from "../services/SessionStore.js"
 
 /** The first rejection, as printed by `verify --json`. */
@@ -45,7 +45,10 @@ export const verifyLoaded = (loaded: LoadResult): Effect.Effect<VerifyReport> =>
     const { events } = yield* readPipeline(loaded)
     const { events: valid, tracker } = yield* validateSeed(events, { coldRead: true })
     return { ok: true as const, events: valid.length, surface: tracker.nodes.slice() }
-  }).pipe(Effect.catchAll((e) => Effect.succeed({ ok: false as const, error: errorReport(e) })))
+  }).pipe(
+    Effect.catchAll((e) => Effect.succeed({ ok: false as const, error: errorReport(e) })),
+    Effect.withSpan("Verify.verifyLoaded")
+  )
 
 /** Verify one stored session; a failed read is reported like any rejection. */
 export const verifySession = (id: string): Effect.Effect<VerifyReport, never, SessionStore> =>
@@ -57,4 +60,4 @@ export const verifySession = (id: string): Effect.Effect<VerifyReport, never, Se
         onSuccess: verifyLoaded
       })
     )
-  })
+  }).pipe(Effect.withSpan("Verify.verifySession", { attributes: { sessionId: id } }))

@@ -179,7 +179,7 @@ export class StoreCorrupt extends Schema.TaggedError<StoreCorrupt>()("StoreCorru
   location: Schema.optional(Schema.String),
   line: Schema.optional(Schema.Number),
   detail: Schema.String,
-  cause: Schema.optional(Schema.Unknown)
+  cause: Schema.optional(Schema.Defect)
 }) {
   override get message(): string {
     const where = this.location === undefined ? "" : ` in ${this.location}`
@@ -281,13 +281,40 @@ export class CompactionRejected extends Schema.TaggedError<CompactionRejected>()
 export class StoreFailure extends Schema.TaggedError<StoreFailure>()("StoreFailure", {
   rule: Schema.optional(Rule),
   method: Schema.String,
-  cause: Schema.Unknown,
+  cause: Schema.Defect,
   detail: OptDetail
 }) {
   override get message(): string {
     const rule = this.rule === undefined ? "" : `[${this.rule}] `
     const cause = this.cause instanceof Error ? this.cause.message : String(this.cause)
     return `${rule}store failure in ${this.method}${tail(this.detail)}: ${cause}`
+  }
+}
+
+// --- CLI (SPEC §12): refusals of the `session-log` commands, never raised by the library --------
+
+/** A command refused to overwrite existing files (`export --out` without `--force`). */
+export class OutputExists extends Schema.TaggedError<OutputExists>()("OutputExists", {
+  paths: Schema.Array(Schema.String)
+}) {
+  override get message(): string {
+    return `${this.paths.join(", ")} already exist${this.paths.length === 1 ? "s" : ""}: nothing was written (--force overwrites)`
+  }
+}
+
+/**
+ * A multi-file import stopped after writing some sessions to an existing store (a write failed
+ * after every file had been validated and every id checked): `imported` lists the files written.
+ */
+export class ImportIncomplete extends Schema.TaggedError<ImportIncomplete>()("ImportIncomplete", {
+  imported: Schema.Array(Schema.String),
+  failed: Schema.String,
+  cause: Schema.Defect
+}) {
+  override get message(): string {
+    const cause = this.cause instanceof Error ? this.cause.message : String(this.cause)
+    const done = this.imported.length === 0 ? "nothing" : this.imported.join(", ")
+    return `import stopped at ${this.failed} (${cause}); already imported: ${done}`
   }
 }
 
@@ -304,18 +331,34 @@ export type ValidationError =
   | RequestHeaderInvalid
   | LegacyFormRefused
 
+/** Every error of the catalogue, as one Schema (decode, encode, `Schema.is`). */
+export const SessionLogError = Schema.Union(
+  NotLosslessJson,
+  InvalidEnvelope,
+  SeqNotContiguous,
+  SurfaceMarkerInvalid,
+  ProvenanceInvalid,
+  ReplaceRangeInvalid,
+  ToolResultRewriteInvalid,
+  MessageShapeInvalid,
+  RequestHeaderInvalid,
+  LegacyFormRefused,
+  SessionHeaderInvalid,
+  FormatUnsupported,
+  UnknownEventType,
+  StoreCorrupt,
+  SessionNotFound,
+  SessionExists,
+  AppendConflict,
+  StoreSchemaMismatch,
+  ForkRejected,
+  InvariantViolation,
+  CompactionRejected,
+  StoreFailure
+)
+
 /** Every error of the catalogue. */
-export type SessionLogError =
-  | ValidationError
-  | SessionHeaderInvalid
-  | FormatUnsupported
-  | UnknownEventType
-  | StoreCorrupt
-  | SessionNotFound
-  | SessionExists
-  | AppendConflict
-  | StoreSchemaMismatch
-  | ForkRejected
-  | InvariantViolation
-  | CompactionRejected
-  | StoreFailure
+export type SessionLogError = typeof SessionLogError.Type
+
+/** Errors of the `session-log` commands only (SPEC §12), beside the library's catalogue. */
+export type CliError = OutputExists | ImportIncomplete

@@ -4,7 +4,7 @@
  * the layer none of these rules apply; they are diagnostics, not acceptance.
  */
 import * as Context from "effect/Context"
-import type { ValidatorFactory } from "../layers/SessionLive.js"
+import type { ValidatorFactory } from "./Session.js"
 
 /** Provides the invariants validator factory; Session constructors use it when present. */
 export class Invariants extends Context.Tag("effect-session-log/Invariants")<Invariants, ValidatorFactory>() {}

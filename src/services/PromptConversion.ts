@@ -90,7 +90,10 @@ const messageOptions = (m: Message) => stash({ id: m.id, source: m.source })
  * message in surface order. A pure function of the request value; tool results become `tool`
  * messages whose tool name is taken from the assistant call they answer.
  */
-export const requestToPrompt = (request: RequestValue): Prompt.Prompt => {
+export const requestToPrompt = (request: {
+  readonly header: Pick<RequestHeader, "system"> | undefined
+  readonly messages: ReadonlyArray<Message>
+}): Prompt.Prompt => {
   const out: Array<Prompt.Message> = []
   const system = request.header?.system
   if (typeof system === "string" && system.length > 0) out.push(Prompt.makeMessage("system", { content: system }))

@@ -1,11 +1,11 @@
 /**
- * One open session (SPEC §3, §7.2, §11.2): typed appends that validate, persist, then commit;
- * the log, surface, derived messages, transcript, request folds and the feed of committed events.
- * The constructors live in `layers/SessionLive.ts` and are re-exported here.
+ * One open session (SPEC §3, §7.2, §11.2): the `Session` Tag and the shape of a handle — typed
+ * appends that validate, persist, then commit; the log, surface, derived messages, transcript,
+ * request folds and the feed of committed events. Handles are built by `SessionLive` (`create`,
+ * `fromSeed`, `open`, `fork`, `layerCreate`, `layerOpen`) over any `SessionStore`.
  */
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
 import type {
@@ -38,9 +38,7 @@ import type {
 import type { Message } from "../schema/Messages.js"
 import type { RequestContext, RequestHeader } from "../schema/RequestHeader.js"
 import type { SessionHeader } from "../schema/SessionHeader.js"
-import * as SessionLive from "../layers/SessionLive.js"
-import * as Fork from "../programs/Fork.js"
-import type { SessionStore, StoreAppendError } from "./SessionStore.js"
+import type { StoreAppendError } from "./SessionStore.js"
 
 /** Everything an append can fail with. */
 export type AppendError =
@@ -136,39 +134,11 @@ export interface SessionShape {
 /** The current session of a program. */
 export class Session extends Context.Tag("effect-session-log/Session")<Session, SessionShape>() {}
 
-export type {
-  CreateOptions,
-  FromSeedOptions,
-  InspectResult,
-  OpenOptions,
-  PreCommitValidator,
-  ValidatorFactory
-} from "../layers/SessionLive.js"
+/** A pre-commit validator (SPEC §11.2): `check` may veto a candidate, `apply` runs after commit. */
+export interface PreCommitValidator {
+  readonly check: (candidate: Event, ctx: { readonly logLength: number }) => Effect.Effect<void, InvariantViolation>
+  readonly apply: (event: Event) => void
+}
 
-/** Create a fresh session (scoped handle). */
-export const create = SessionLive.create
-/** Create a session from a validated seed plus its end-seed marker. */
-export const fromSeed = SessionLive.fromSeed
-/** Resume a stored session (load, repair, validate as seed, end-seed marker). */
-export const open = SessionLive.open
-/** Cold-read a stored session with its repair closers, in memory only. */
-export const inspect = SessionLive.inspect
-/** Validate a seed (SPEC §3.2) and return its frozen events. */
-export const validateSeed = SessionLive.validateSeed
-/** Fork a handle or a stored session at a closed-turn boundary into a new child (SPEC §11.1). */
-export const fork = (
-  source: SessionShape | string,
-  options?: Fork.ForkOptions
-): Effect.Effect<SessionShape, Fork.ForkError, SessionStore | Scope.Scope> => Fork.fork(source, options)
-export type { ForkError, ForkOptions } from "../programs/Fork.js"
-
-/** A layer providing a freshly created session. */
-export const layerCreate = (
-  options: SessionLive.CreateOptions = {}
-): Layer.Layer<Session, SessionLive.CreateError, SessionStore> => Layer.scoped(Session, SessionLive.create(options))
-
-/** A layer providing a resumed session. */
-export const layerOpen = (
-  id: string,
-  options: SessionLive.OpenOptions = {}
-): Layer.Layer<Session, SessionLive.OpenError, SessionStore> => Layer.scoped(Session, SessionLive.open(id, options))
+/** Builds a validator for one session. */
+export type ValidatorFactory = (header: SessionHeader) => Effect.Effect<PreCommitValidator>

@@ -5,8 +5,9 @@
  * a large tool result and later compacts under pressure. Checked: the prune and compaction events
  * and their citations, the request of every model call against `requestAt` of its dispatch point,
  * the `series` header of the first request after each surface replacement, reopen and replay
- * (`Session.open`, `Session.fromSeed`) deriving identical messages, no repair closers, no veto.
+ * (`SessionLive.open`, `SessionLive.fromSeed`) deriving identical messages, no repair closers, no veto.
  */
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -117,7 +118,7 @@ for (const backend of backends) {
       Effect.gen(function*() {
         const id = `e2e-${backend.name}`
         const first = yield* Effect.scoped(Effect.gen(function*() {
-          const session = yield* SessionApi.create({ id })
+          const session = yield* SessionLive.create({ id })
           const loop = AgentLoop.make({ toolkit, system, route: e2eRoute, preStep: Compact.preStepHook(policy) })
           const results = []
           for (const text of turns) {
@@ -224,9 +225,9 @@ for (const backend of backends) {
         }))
 
         // reopen: identical derived messages; requestAt still reproduces every request; no closers
-        const inspected = yield* SessionApi.inspect(id)
+        const inspected = yield* SessionLive.inspect(id)
         assert.strictEqual(inspected.closers.length, 0)
-        const reopened = yield* SessionApi.open(id)
+        const reopened = yield* SessionLive.open(id)
         const stored = yield* reopened.events
         assert.strictEqual(stored.length, first.events.length + 1) // + session/end-seed
         assert.deepStrictEqual(yield* reopened.messages, first.messages)
@@ -234,7 +235,7 @@ for (const backend of backends) {
 
         // replay: a new session seeded with the stored log derives the same messages and requests
         const seed = JSON.parse(JSON.stringify(inspected.events))
-        const replayed = yield* SessionApi.fromSeed({ header: { version: 1, id: `${id}-replay`, createdAt: 0 }, seed })
+        const replayed = yield* SessionLive.fromSeed({ header: { version: 1, id: `${id}-replay`, createdAt: 0 }, seed })
         assert.deepStrictEqual(yield* replayed.messages, first.messages)
         assert.deepStrictEqual(yield* replayed.surface.nodes, yield* reopened.surface.nodes)
         assert.strictEqual(yield* replayed.surface.replaceGeneration, 2)

@@ -24,7 +24,7 @@ import {
   promptToRequest,
   requestToPrompt,
   usageOf
-} from "../../src/programs/PromptConversion.js"
+} from "../../src/services/PromptConversion.js"
 import type { Message } from "../../src/schema/Messages.js"
 import { toolkit } from "./helpers.js"
 

@@ -17,6 +17,7 @@ import type { Event } from "../../src/schema/Events.js"
 import { REPAIR_TEXT_OUTCOME_UNKNOWN } from "../../src/services/Repair.js"
 import { Session } from "../../src/services/Session.js"
 import * as SessionApi from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { assertChunkCitations, assertPaired, backends, environment, route, shape, system, toolkit } from "./helpers.js"
 
 type Rec = Record<string, any>
@@ -28,7 +29,7 @@ const interruptAt = (
   options: { readonly beforeToolCall?: AgentLoop.AgentLoopOptions<any>["beforeToolCall"]; readonly wrap?: (s: SessionApi.SessionShape) => SessionApi.SessionShape } = {}
 ) =>
   Effect.gen(function*() {
-    const inner = yield* SessionApi.create({ id })
+    const inner = yield* SessionLive.create({ id })
     const session = options.wrap === undefined ? inner : options.wrap(inner)
     const loop = AgentLoop.make({
       toolkit,
@@ -50,7 +51,7 @@ const interruptAt = (
     assertPaired(events)
     assertChunkCitations(events)
     // the stored log needs no repair
-    const inspected = yield* SessionApi.inspect(id)
+    const inspected = yield* SessionLive.inspect(id)
     assert.strictEqual(inspected.closers.length, 0)
     assert.strictEqual(inspected.events.length, events.length)
     // the loop goes on: a new turn on the same handle
@@ -58,7 +59,7 @@ const interruptAt = (
     assert.deepStrictEqual(next, { turn: 2, reason: { kind: "completed" }, steps: 1 })
     const messages = yield* inner.messages
     yield* inner.close
-    const reopened = yield* SessionApi.open(id)
+    const reopened = yield* SessionLive.open(id)
     assert.deepStrictEqual(yield* reopened.messages, messages)
     return events
   })

@@ -13,6 +13,7 @@ import * as AgentLoop from "../../src/programs/AgentLoop.js"
 import { Session } from "../../src/services/Session.js"
 import { StoreFailure } from "../../src/schema/Errors.js"
 import * as SessionApi from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import {
   assertChunkCitations,
   assertPaired,
@@ -60,7 +61,7 @@ for (const backend of backends) {
       Effect.gen(function*() {
         const id = `agent-${backend.name}`
         const first = yield* Effect.scoped(Effect.gen(function*() {
-          const session = yield* SessionApi.create({ id })
+          const session = yield* SessionLive.create({ id })
           const loop = AgentLoop.make(loopOptions)
           const r1 = yield* loop.runTurn([{ type: "user", content: "List the files and read a.txt" }]).pipe(
             Effect.provideService(Session, session)
@@ -170,12 +171,12 @@ for (const backend of backends) {
         }))
 
         // reopen: the replayed log derives identical messages, and requestAt still reproduces every request
-        const reopened = yield* SessionApi.open(id)
+        const reopened = yield* SessionLive.open(id)
         const replayed = yield* reopened.events
         assert.strictEqual(replayed.length, first.length + 1) // + session/end-seed
         assert.deepStrictEqual(yield* reopened.messages, first.messages)
         yield* assertRequestsMatch(reopened, dispatchPoints(replayed))
-        const inspected = yield* SessionApi.inspect(id)
+        const inspected = yield* SessionLive.inspect(id)
         assert.strictEqual(inspected.closers.length, 0)
 
         // a second loop instance writes `resume` even though the header is unchanged
@@ -195,7 +196,7 @@ for (const backend of backends) {
 
     it.scoped("§1.3.2 a provider error ends the turn error with {message, code, status}; the next turn runs", () =>
       Effect.gen(function*() {
-        const session = yield* SessionApi.create({ id: `agent-error-${backend.name}` })
+        const session = yield* SessionLive.create({ id: `agent-error-${backend.name}` })
         const loop = AgentLoop.make(loopOptions)
         const failure = new AiError.HttpResponseError({
           module: "Scripted",
@@ -228,7 +229,7 @@ for (const backend of backends) {
         const r2 = yield* loop.runTurn([{ type: "user", content: "again" }]).pipe(Effect.provideService(Session, session))
         assert.deepStrictEqual(r2.reason, { kind: "completed" })
         assertPaired(yield* session.events)
-        const inspected = yield* SessionApi.inspect(session.id)
+        const inspected = yield* SessionLive.inspect(session.id)
         assert.strictEqual(inspected.closers.length, 0)
       }).pipe(Effect.provide(environment(backend.layer(), [
         [{ type: "text", text: "partial" }, {
@@ -258,7 +259,7 @@ describe("agent loop details", () => {
 
   it.scoped("§1.6 an empty first batch ends the turn completed with no step and no model call", () =>
     Effect.gen(function*() {
-      const session = yield* SessionApi.create({ id: "empty-batch" })
+      const session = yield* SessionLive.create({ id: "empty-batch" })
       const r = yield* AgentLoop.make(loopOptions).runTurn([]).pipe(Effect.provideService(Session, session))
       assert.deepStrictEqual(r, { turn: 1, reason: { kind: "completed" }, steps: 0 })
       assert.deepStrictEqual(shape(yield* session.events), ["turn/start", "turn/end"])
@@ -266,7 +267,7 @@ describe("agent loop details", () => {
 
   it.scoped("§1.3.6 an empty stream writes an assistant message citing [] (empty content, no projection)", () =>
     Effect.gen(function*() {
-      const session = yield* SessionApi.create({ id: "empty-stream" })
+      const session = yield* SessionLive.create({ id: "empty-stream" })
       const r = yield* AgentLoop.make(loopOptions).runTurn([{ type: "user", content: "x" }]).pipe(
         Effect.provideService(Session, session)
       )
@@ -281,7 +282,7 @@ describe("agent loop details", () => {
 
   it.scoped("§5.3 newSeries on a later turn writes a series header; turn numbers continue from the log", () =>
     Effect.gen(function*() {
-      const session = yield* SessionApi.create({ id: "series" })
+      const session = yield* SessionLive.create({ id: "series" })
       const loop = AgentLoop.make(loopOptions)
       yield* loop.runTurn([{ type: "user", content: "1" }]).pipe(Effect.provideService(Session, session))
       const r = yield* loop.runTurn([{ type: "user", content: "2" }], { newSeries: true }).pipe(
@@ -297,7 +298,7 @@ describe("agent loop details", () => {
 
   it.scoped("§1.6 the pre-step hook runs inside the turn before each step/start; a failing hook ends the turn error", () =>
     Effect.gen(function*() {
-      const session = yield* SessionApi.create({ id: "prestep" })
+      const session = yield* SessionLive.create({ id: "prestep" })
       const seen: Array<readonly [number, number, string | undefined]> = []
       const loop = AgentLoop.make({
         ...loopOptions,
@@ -321,7 +322,7 @@ describe("agent loop details", () => {
 
   it.scoped("§7.3 the checkpoint flushes at every pre-step boundary, before each model request and before each tool body", () =>
     Effect.gen(function*() {
-      const inner = yield* SessionApi.create({ id: "checkpoint" })
+      const inner = yield* SessionLive.create({ id: "checkpoint" })
       // every flush records how long the log was when it ran
       const flushedAt: Array<number> = []
       const session: SessionApi.SessionShape = {
@@ -361,7 +362,7 @@ describe("agent loop details", () => {
 
   it.scoped("§7.3 a failed checkpoint is fail-closed: the model is not called and the turn ends error", () =>
     Effect.gen(function*() {
-      const inner = yield* SessionApi.create({ id: "checkpoint-fail" })
+      const inner = yield* SessionLive.create({ id: "checkpoint-fail" })
       let flushes = 0
       const session: SessionApi.SessionShape = {
         ...inner,

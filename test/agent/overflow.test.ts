@@ -16,10 +16,11 @@ import { type CallScript, ScriptedModel } from "../../src/layers/ScriptedLanguag
 import { layerSummarizerDeterministic } from "../../src/layers/SummarizerLive.js"
 import * as AgentLoop from "../../src/programs/AgentLoop.js"
 import * as Compact from "../../src/programs/Compact.js"
-import { aiErrorFailure, encodePrompt } from "../../src/programs/PromptConversion.js"
+import { aiErrorFailure, encodePrompt } from "../../src/services/PromptConversion.js"
 import type { Event } from "../../src/schema/Events.js"
 import { Session } from "../../src/services/Session.js"
 import * as SessionApi from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { Summarizer } from "../../src/services/Summarizer.js"
 import {
   assertChunkCitations,
@@ -90,7 +91,7 @@ for (const backend of backends) {
     it.scoped("§9.7 an overflow runs the compaction and retries the step's request with a series header (R5) and smaller messages", () =>
       Effect.gen(function*() {
         const id = `overflow-${backend.name}`
-        const session = yield* SessionApi.create({ id })
+        const session = yield* SessionLive.create({ id })
         const handler = Compact.onOverflow({ maxOverflowRetries: 1 })
         const loop = AgentLoop.make({ ...loopOptions, overflow: handler })
         const r1 = yield* firstTurn(loop, session)
@@ -148,10 +149,10 @@ for (const backend of backends) {
         assert.strictEqual(yield* handler.attempts, 0)
         // reopening derives the same messages and needs no closers
         const messages = yield* session.messages
-        const inspected = yield* SessionApi.inspect(id)
+        const inspected = yield* SessionLive.inspect(id)
         assert.strictEqual(inspected.closers.length, 0)
         yield* session.close
-        const reopened = yield* SessionApi.open(id)
+        const reopened = yield* SessionLive.open(id)
         assert.deepStrictEqual(yield* reopened.messages, messages)
         yield* assertRequestsMatch(reopened, points)
       }).pipe(Effect.provide(env(backend.layer(), [
@@ -165,7 +166,7 @@ for (const backend of backends) {
 describe("overflow retry limits", () => {
   it.scoped("§9.7 at most maxOverflowRetries: a second overflow in the same run ends the turn error; the next turn may retry again", () =>
     Effect.gen(function*() {
-      const session = yield* SessionApi.create({ id: "overflow-twice" })
+      const session = yield* SessionLive.create({ id: "overflow-twice" })
       const loop = AgentLoop.make({ ...loopOptions, overflow: { maxOverflowRetries: 1 } })
       yield* firstTurn(loop, session)
       const n = (yield* session.events).length
@@ -214,7 +215,7 @@ describe("overflow retry limits", () => {
       assert.deepStrictEqual(headerReasons(after), ["initial", "series", "series"])
       yield* assertRequestsMatch(session, attemptPoints(after))
       assertPaired(after)
-      assert.strictEqual((yield* SessionApi.inspect(session.id)).closers.length, 0)
+      assert.strictEqual((yield* SessionLive.inspect(session.id)).closers.length, 0)
     }).pipe(Effect.provide(env(memory(), [
       answer("Noted."),
       failing(overflowError()),
@@ -225,7 +226,7 @@ describe("overflow retry limits", () => {
 
   it.scoped("§9.7 maxOverflowRetries 0: the overflow ends the turn error and nothing is compacted", () =>
     Effect.gen(function*() {
-      const session = yield* SessionApi.create({ id: "overflow-zero" })
+      const session = yield* SessionLive.create({ id: "overflow-zero" })
       const loop = AgentLoop.make({ ...loopOptions, overflow: { maxOverflowRetries: 0 } })
       yield* firstTurn(loop, session)
       const r2 = yield* loop.runTurn([{ type: "user", content: "go" }]).pipe(Effect.provideService(Session, session))
@@ -237,7 +238,7 @@ describe("overflow retry limits", () => {
 
   it.scoped("§9.7 no retry when replaceGeneration did not advance (nothing to prune or compact)", () =>
     Effect.gen(function*() {
-      const session = yield* SessionApi.create({ id: "overflow-nothing" })
+      const session = yield* SessionLive.create({ id: "overflow-nothing" })
       const handler = Compact.onOverflow({})
       const loop = AgentLoop.make({ ...loopOptions, overflow: handler })
       // the surface holds one message: the retained tail covers it all (P4)
@@ -262,7 +263,7 @@ describe("overflow retry limits", () => {
 
   it.scoped("§9.7 an error the predicate does not classify as overflow ends the turn error without compaction", () =>
     Effect.gen(function*() {
-      const session = yield* SessionApi.create({ id: "overflow-not" })
+      const session = yield* SessionLive.create({ id: "overflow-not" })
       // a custom predicate: only HTTP 413 is an overflow
       const loop = AgentLoop.make({
         ...loopOptions,
@@ -294,7 +295,7 @@ describe("overflow retry limits", () => {
 
   it.scoped("§9.7 a successful assistant message resets the counter: a later overflow in the same turn retries again", () =>
     Effect.gen(function*() {
-      const session = yield* SessionApi.create({ id: "overflow-reset" })
+      const session = yield* SessionLive.create({ id: "overflow-reset" })
       const handler = Compact.onOverflow({ maxOverflowRetries: 1 })
       const loop = AgentLoop.make({ ...loopOptions, overflow: handler })
       yield* firstTurn(loop, session)
@@ -351,7 +352,7 @@ describe("overflow retry limits", () => {
 
   it.scoped("§9.7 a compaction failure while handling the overflow ends the turn error (UNKNOWN)", () =>
     Effect.gen(function*() {
-      const session = yield* SessionApi.create({ id: "overflow-p13" })
+      const session = yield* SessionLive.create({ id: "overflow-p13" })
       // an invalid policy: handle fails with P13
       const loop = AgentLoop.make({ ...loopOptions, overflow: { retainTokens: 1, retainRatio: 0.1 } })
       yield* firstTurn(loop, session)
@@ -365,7 +366,7 @@ describe("overflow retry limits", () => {
   it.scoped("§9.7 interrupted while the overflow compaction runs: the turn ends aborted, the bracket is closed, no closers", () =>
     Effect.gen(function*() {
       const reached = yield* Deferred.make<void>()
-      const session = yield* SessionApi.create({ id: "overflow-interrupt" })
+      const session = yield* SessionLive.create({ id: "overflow-interrupt" })
       const loop = AgentLoop.make({ ...loopOptions, overflow: {} })
       const hanging = Layer.succeed(Summarizer, {
         summarize: () => Deferred.succeed(reached, undefined).pipe(Effect.zipRight(Effect.never))
@@ -391,6 +392,6 @@ describe("overflow retry limits", () => {
       assert.deepStrictEqual((events[events.length - 1].data as Rec).reason, { kind: "aborted", reason: { kind: "user" } })
       // the failed attempt's chunks are not turned into an interrupted assistant message
       assert.strictEqual(ofType(events, "assistant/message").length, 1)
-      assert.strictEqual((yield* SessionApi.inspect(session.id)).closers.length, 0)
+      assert.strictEqual((yield* SessionLive.inspect(session.id)).closers.length, 0)
     }).pipe(Effect.provide(environment(memory(), [answer("Noted."), failing(overflowError())]))))
 })

@@ -14,6 +14,7 @@ import { measureSurface } from "../../src/programs/Tokens.js"
 import { CompactionRejected } from "../../src/schema/Errors.js"
 import type { Event } from "../../src/schema/Events.js"
 import * as Session from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { assistantData, baseLayer, step, toolResultData, userData } from "./helpers.js"
 
 const ev = (seq: number, type: string, data: unknown, surfaceOp?: unknown): Event =>
@@ -136,7 +137,7 @@ describe("§9.1 tool-pairing balance", () => {
 
   it.scoped("cache: per session, follows appends and replacements", () =>
     Effect.gen(function*() {
-      const s = yield* Session.create({ id: "bal" })
+      const s = yield* SessionLive.create({ id: "bal" })
       yield* s.append("turn/start", { turn: 1 })
       yield* step(s, 1, 1, { users: ["go"], text: "", calls: [{ id: "c1", output: "x" }] })
       const b1 = yield* sessionBalance(s)

@@ -11,6 +11,7 @@ import {
 import { measureRequest } from "../../src/programs/Tokens.js"
 import { CompactionRejected } from "../../src/schema/Errors.js"
 import * as Session from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { baseLayer, invariantLayer, ofType, step, typesFrom, userData, words } from "./helpers.js"
 
 const header = { config: { provider: "p", model: "m" } }
@@ -76,7 +77,7 @@ describe("§9.7 policy configuration (P13)", () => {
 
   it.scoped("P13 the pre-step hook of an invalid policy fails and writes nothing", () =>
     Effect.gen(function*() {
-      const s = yield* Session.create({ id: "p13-hook" })
+      const s = yield* SessionLive.create({ id: "p13-hook" })
       yield* history(s)
       const n = (yield* s.events).length
       const e = yield* Effect.flip(
@@ -88,7 +89,7 @@ describe("§9.7 policy configuration (P13)", () => {
 
   it.scoped("P13 a retained tail above the threshold of the route's context window", () =>
     Effect.gen(function*() {
-      const s = yield* Session.create({ id: "p13-window" })
+      const s = yield* SessionLive.create({ id: "p13-window" })
       yield* history(s)
       const e = yield* Effect.flip(
         preStepHook({ retainTokens: 5000 })(ctx(1000)).pipe(Effect.provideService(Session.Session, s))
@@ -106,7 +107,7 @@ describe("§9.7 policy configuration (P13)", () => {
 describe("§9.7 pressure (pre-step hook)", () => {
   it.scoped("below the threshold nothing is written", () =>
     Effect.gen(function*() {
-      const s = yield* Session.create({ id: "below" })
+      const s = yield* SessionLive.create({ id: "below" })
       yield* history(s)
       const n = (yield* s.events).length
       yield* preStepHook({})(ctx(1_000_000)).pipe(Effect.provideService(Session.Session, s))
@@ -118,7 +119,7 @@ describe("§9.7 pressure (pre-step hook)", () => {
 
   it.scoped("pruning first: enough when it brings the request below the threshold", () =>
     Effect.gen(function*() {
-      const s = yield* Session.create({ id: "prune-first" })
+      const s = yield* SessionLive.create({ id: "prune-first" })
       yield* history(s)
       const size = yield* pressure(s)
       const n = (yield* s.events).length
@@ -131,7 +132,7 @@ describe("§9.7 pressure (pre-step hook)", () => {
 
   it.scoped("prune, then an automatic compaction owned by the open turn", () =>
     Effect.gen(function*() {
-      const s = yield* Session.create({ id: "compact-round" })
+      const s = yield* SessionLive.create({ id: "compact-round" })
       yield* history(s)
       const n = (yield* s.events).length
       yield* preStepHook({ retainTokens: 100 })(ctx(1000)).pipe(Effect.provideService(Session.Session, s))
@@ -150,7 +151,7 @@ describe("§9.7 pressure (pre-step hook)", () => {
 
   it.scoped("P12 still at or above the threshold after compactionRetries + 1 rounds", () =>
     Effect.gen(function*() {
-      const s = yield* Session.create({ id: "p12" })
+      const s = yield* SessionLive.create({ id: "p12" })
       yield* s.append("turn/start", { turn: 1 })
       yield* s.append("user/message", userData("u1", words(1000, "head")), { surfaceOp: "append" })
       yield* s.append("user/message", userData("u2", words(1000, "more")), { surfaceOp: "append" })
@@ -169,7 +170,7 @@ describe("§9.7 pressure (pre-step hook)", () => {
 
   it.scoped("compactionRetries bounds the rounds", () =>
     Effect.gen(function*() {
-      const s = yield* Session.create({ id: "p12-rounds" })
+      const s = yield* SessionLive.create({ id: "p12-rounds" })
       yield* s.append("turn/start", { turn: 1 })
       for (let i = 0; i < 6; i++) {
         yield* s.append("user/message", userData(`u${i}`, words(1000, `w${i}`)), { surfaceOp: "append" })
@@ -188,7 +189,7 @@ describe("§9.7 pressure (pre-step hook)", () => {
 describe("§9.7 context overflow", () => {
   it.scoped("prune + compact with retainTokens 0, retry only if replaceGeneration advanced, at most maxOverflowRetries", () =>
     Effect.gen(function*() {
-      const s = yield* Session.create({ id: "overflow" })
+      const s = yield* SessionLive.create({ id: "overflow" })
       yield* history(s)
       const handler = onOverflow({ maxOverflowRetries: 1 })
       assert.isTrue(handler.isOverflow(new Error("context_length_exceeded")))
@@ -212,7 +213,7 @@ describe("§9.7 context overflow", () => {
 
   it.scoped("no retry when nothing could be pruned or compacted", () =>
     Effect.gen(function*() {
-      const s = yield* Session.create({ id: "overflow-none" })
+      const s = yield* SessionLive.create({ id: "overflow-none" })
       yield* s.append("turn/start", { turn: 1 })
       yield* s.append("user/message", userData("only", words(100)), { surfaceOp: "append" })
       const handler = onOverflow({})

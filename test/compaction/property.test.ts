@@ -7,6 +7,7 @@ import { CompactionRejected } from "../../src/schema/Errors.js"
 import type { Event } from "../../src/schema/Events.js"
 import type { ContentBlock } from "../../src/schema/Messages.js"
 import * as Session from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { invariantLayer, step } from "./helpers.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -86,7 +87,7 @@ describe("property: compaction over random surfaces", () => {
     [fc.array(turnPlan, { minLength: 1, maxLength: 4 }), fc.array(op, { minLength: 1, maxLength: 4 })],
     ([turns, ops]) =>
       Effect.gen(function*() {
-        const s = yield* Session.create({ id: `prop-${++sessionCounter}` })
+        const s = yield* SessionLive.create({ id: `prop-${++sessionCounter}` })
         yield* run(s, turns, ops)
       }).pipe(Effect.scoped, Effect.provide(invariantLayer)),
     { fastCheck: { numRuns: 60 } }
@@ -146,7 +147,7 @@ const run = (s: Session.SessionShape, turns: ReadonlyArray<ReadonlyArray<StepPla
           assert.notInstanceOf(toolPairingBalance(after, events), CompactionRejected)
         }
         const events = yield* s.events
-        const replay = yield* Session.fromSeed({
+        const replay = yield* SessionLive.fromSeed({
           header: { version: 1, id: `prop-replay-${sessionCounter}`, createdAt: 0 },
           seed: events
         })

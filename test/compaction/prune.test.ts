@@ -12,6 +12,7 @@ import { estimateTokens } from "../../src/programs/Tokens.js"
 import { CompactionRejected } from "../../src/schema/Errors.js"
 import type { ContentBlock } from "../../src/schema/Messages.js"
 import * as Session from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { baseLayer, invariantLayer, toolResultData, typesFrom, userData } from "./helpers.js"
 
 const cfg = { thresholdChars: 100, headChars: 20, tailChars: 10 }
@@ -58,7 +59,7 @@ describe("§9.6 PRUNE_MARKER and config", () => {
 
   it.effect("P13 pruneToolResults fails to start with an invalid config", () =>
     Effect.gen(function*() {
-      const s = yield* Session.create({ id: "p13-prune" })
+      const s = yield* SessionLive.create({ id: "p13-prune" })
       const e = yield* Effect.flip(
         pruneToolResults({ config: { thresholdChars: 10 } }).pipe(Effect.provideService(Session.Session, s))
       )
@@ -163,7 +164,7 @@ describe("§9.6 pruneToolResults over a session", () => {
 
   it.scoped("compaction/prune immediately followed by the content-only replacement; converges; replays", () =>
     Effect.gen(function*() {
-      const s = yield* Session.create({ id: "prune-1" })
+      const s = yield* SessionLive.create({ id: "prune-1" })
       yield* bigTurn(s, [[t(digits(10_000))], [t("small")], [t(digits(9000)), image]])
       const n = (yield* s.events).length
       const nodesBefore = yield* s.surface.nodes
@@ -204,7 +205,7 @@ describe("§9.6 pruneToolResults over a session", () => {
       assert.strictEqual(again.pruned.length, 0)
       assert.strictEqual((yield* s.events).length, events.length)
       // replay equivalence
-      const replay = yield* Session.fromSeed({ header: { version: 1, id: "prune-1-replay", createdAt: 0 }, seed: events })
+      const replay = yield* SessionLive.fromSeed({ header: { version: 1, id: "prune-1-replay", createdAt: 0 }, seed: events })
       assert.deepStrictEqual(yield* replay.messages, yield* s.messages)
     }).pipe(Effect.provide(invariantLayer)))
 })

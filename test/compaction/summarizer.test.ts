@@ -16,6 +16,7 @@ import { CompactionRejected } from "../../src/schema/Errors.js"
 import type { Message } from "../../src/schema/Messages.js"
 import * as IdGenerator from "../../src/services/IdGenerator.js"
 import * as Session from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import {
   CHECKPOINT_PREAMBLE,
   frameCheckpoint,
@@ -266,7 +267,7 @@ describe("§9.5 LanguageModel-backed summariser", () => {
 
   it.scoped("a compaction through the model summariser records the call envelope", () =>
     Effect.gen(function*() {
-      const s = yield* Session.create({ id: "llm" })
+      const s = yield* SessionLive.create({ id: "llm" })
       yield* s.append("turn/start", { turn: 1 })
       yield* s.append("request/header", {
         header: { config: { provider: "anthropic", model: "m-large" }, system: "sys" },

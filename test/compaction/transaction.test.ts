@@ -12,6 +12,7 @@ import type { Event } from "../../src/schema/Events.js"
 import type { Message } from "../../src/schema/Messages.js"
 import * as IdGenerator from "../../src/services/IdGenerator.js"
 import * as Session from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
 import { CHECKPOINT_PREAMBLE, Summarizer } from "../../src/services/Summarizer.js"
 import { assertUnchanged, snapshot } from "../helpers/state.js"
@@ -54,7 +55,7 @@ const manual = (extra: Partial<CompactOptions> = {}): CompactOptions => ({ mode:
 describe("§9.3 the compaction transaction", () => {
   it.scoped("a successful manual compaction: event sequence, citations, result (P10 none)", () =>
     Effect.gen(function*() {
-      const s = yield* Session.create({ id: "ok" })
+      const s = yield* SessionLive.create({ id: "ok" })
       yield* closedTurn(s)
       const before = yield* s.events
       const nodes = yield* s.surface.nodes
@@ -119,7 +120,7 @@ describe("§9.3 the compaction transaction", () => {
 
   it.scoped("an automatic compaction inside the open turn is owned by it; no invariant vetoes it", () =>
     Effect.gen(function*() {
-      const s = yield* Session.create({ id: "auto" })
+      const s = yield* SessionLive.create({ id: "auto" })
       yield* closedTurn(s)
       yield* s.append("turn/start", { turn: 2 })
       const n = (yield* s.events).length
@@ -142,7 +143,7 @@ describe("§9.3 the compaction transaction", () => {
 
   it.scoped("a manual explicit region compaction", () =>
     Effect.gen(function*() {
-      const s = yield* Session.create({ id: "region" })
+      const s = yield* SessionLive.create({ id: "region" })
       yield* closedTurn(s, 1)
       yield* closedTurn(s, 2)
       const nodes = yield* s.surface.nodes
@@ -154,7 +155,7 @@ describe("§9.3 the compaction transaction", () => {
 
   it.scoped("P1 lock busy: an unmatched compaction/start; nothing written", () =>
     Effect.gen(function*() {
-      const s = yield* Session.create({ id: "p1" })
+      const s = yield* SessionLive.create({ id: "p1" })
       yield* closedTurn(s)
       yield* s.append("compaction/start", { compactionId: "other", turn: null })
       const before = yield* snapshot(s)
@@ -164,11 +165,11 @@ describe("§9.3 the compaction transaction", () => {
 
   it.scoped("P1 an unmatched start before the newest end-seed is not busy", () =>
     Effect.gen(function*() {
-      const s = yield* Session.create({ id: "p1-src" })
+      const s = yield* SessionLive.create({ id: "p1-src" })
       yield* closedTurn(s)
       yield* s.append("compaction/start", { compactionId: "dead", turn: null })
       const seed = yield* s.events
-      const child = yield* Session.fromSeed({ header: { version: 1, id: "p1-child", createdAt: 0 }, seed })
+      const child = yield* SessionLive.fromSeed({ header: { version: 1, id: "p1-child", createdAt: 0 }, seed })
       const r = yield* run(child, manual())
       assert.strictEqual(r.startSeq, seed.length + 1)
       // and the same start is busy in the original lifecycle
@@ -177,7 +178,7 @@ describe("§9.3 the compaction transaction", () => {
 
   it.scoped("P2 manual compaction while a turn is open; nothing written", () =>
     Effect.gen(function*() {
-      const s = yield* Session.create({ id: "p2" })
+      const s = yield* SessionLive.create({ id: "p2" })
       yield* closedTurn(s)
       yield* s.append("turn/start", { turn: 2 })
       const before = yield* snapshot(s)
@@ -187,7 +188,7 @@ describe("§9.3 the compaction transaction", () => {
 
   it.scoped("P3 automatic compaction without an open turn; nothing written", () =>
     Effect.gen(function*() {
-      const s = yield* Session.create({ id: "p3" })
+      const s = yield* SessionLive.create({ id: "p3" })
       yield* closedTurn(s)
       const before = yield* snapshot(s)
       expectRejected(yield* Effect.flip(run(s, { mode: "automatic", retainTokens: 1 })), "P3", "no-turn")
@@ -196,7 +197,7 @@ describe("§9.3 the compaction transaction", () => {
 
   it.scoped("P4 nothing to compact; nothing written", () =>
     Effect.gen(function*() {
-      const s = yield* Session.create({ id: "p4" })
+      const s = yield* SessionLive.create({ id: "p4" })
       yield* closedTurn(s)
       const before = yield* snapshot(s)
       expectRejected(yield* Effect.flip(run(s, manual({ retainTokens: 1_000_000 }))), "P4", "nothing")
@@ -205,7 +206,7 @@ describe("§9.3 the compaction transaction", () => {
 
   it.scoped("P5 invalid explicit region; nothing written", () =>
     Effect.gen(function*() {
-      const s = yield* Session.create({ id: "p5" })
+      const s = yield* SessionLive.create({ id: "p5" })
       yield* closedTurn(s)
       const nodes = yield* s.surface.nodes
       const before = yield* snapshot(s)
@@ -217,7 +218,7 @@ describe("§9.3 the compaction transaction", () => {
 
   it.scoped("P7 the framed summary is not strictly smaller: exactly one compaction/end with error", () =>
     Effect.gen(function*() {
-      const s = yield* Session.create({ id: "p7" })
+      const s = yield* SessionLive.create({ id: "p7" })
       yield* s.append("user/message", userData("tiny", "hi"), { surfaceOp: "append" })
       yield* s.append("user/message", userData("tail", "there"), { surfaceOp: "append" })
       const n = (yield* s.events).length
@@ -235,7 +236,7 @@ describe("§9.3 the compaction transaction", () => {
 
   it.scoped("P7 the summariser fails: exactly one compaction/end with error", () =>
     Effect.gen(function*() {
-      const s = yield* Session.create({ id: "p7b" })
+      const s = yield* SessionLive.create({ id: "p7b" })
       yield* closedTurn(s)
       const n = (yield* s.events).length
       const failing = summarizerOf(() =>
@@ -250,7 +251,7 @@ describe("§9.3 the compaction transaction", () => {
 
   it.scoped("P8 automatic: the surface changed while summarising: one compaction/end with error", () =>
     Effect.gen(function*() {
-      const s = yield* Session.create({ id: "p8" })
+      const s = yield* SessionLive.create({ id: "p8" })
       yield* closedTurn(s)
       yield* s.append("turn/start", { turn: 2 })
       const n = (yield* s.events).length
@@ -270,7 +271,7 @@ describe("§9.3 the compaction transaction", () => {
 
   it.scoped("P8 manual: appends elsewhere are fine, a rewrite inside the span is not", () =>
     Effect.gen(function*() {
-      const s = yield* Session.create({ id: "p8m" })
+      const s = yield* SessionLive.create({ id: "p8m" })
       yield* closedTurn(s)
       const appending = summarizerOf(() =>
         s.append("user/message", userData("later", "more"), { surfaceOp: "append" }).pipe(
@@ -281,7 +282,7 @@ describe("§9.3 the compaction transaction", () => {
       const ok = yield* run(s, manual()).pipe(Effect.provide(appending))
       assert.strictEqual(ok.shadowedSeqs.length, 3)
 
-      const s2 = yield* Session.create({ id: "p8m2" })
+      const s2 = yield* SessionLive.create({ id: "p8m2" })
       yield* closedTurn(s2)
       const nodes = yield* s2.surface.nodes
       const rewriting = summarizerOf(() =>
@@ -318,7 +319,7 @@ describe("§9.3 the compaction transaction", () => {
               : Effect.void,
           apply: () => {}
         })
-      const s = yield* Session.create({ id: "p10", validators: [vetoSummary] })
+      const s = yield* SessionLive.create({ id: "p10", validators: [vetoSummary] })
       yield* closedTurn(s)
       const nodes = yield* s.surface.nodes
       const n = (yield* s.events).length
@@ -332,7 +333,7 @@ describe("§9.3 the compaction transaction", () => {
 
   it.scoped("P9 interrupted after compaction/start: one compaction/end with error; the interruption propagates", () =>
     Effect.gen(function*() {
-      const s = yield* Session.create({ id: "p9" })
+      const s = yield* SessionLive.create({ id: "p9" })
       yield* closedTurn(s)
       const n = (yield* s.events).length
       const entered = yield* Deferred.make<void>()
@@ -365,7 +366,7 @@ describe("§9.3 the compaction transaction", () => {
         }))
       )
       const program = Effect.gen(function*() {
-        const s = yield* Session.create({ id: "p11", persistence: { mode: "batched", windowMs: 20 } })
+        const s = yield* SessionLive.create({ id: "p11", persistence: { mode: "batched", windowMs: 20 } })
         yield* closedTurn(s)
         yield* s.flush
         failing = true
@@ -386,7 +387,7 @@ describe("§9.3 the compaction transaction", () => {
 
   it.scoped("P13 invalid options", () =>
     Effect.gen(function*() {
-      const s = yield* Session.create({ id: "p13" })
+      const s = yield* SessionLive.create({ id: "p13" })
       yield* closedTurn(s)
       const before = yield* snapshot(s)
       expectRejected(yield* Effect.flip(run(s, { mode: "manual", retainTokens: -1 })), "P13", "config")

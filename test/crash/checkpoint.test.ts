@@ -13,6 +13,7 @@ import { makeMemoryStore } from "../../src/layers/MemoryStore.js"
 import * as Checkpoint from "../../src/programs/Checkpoint.js"
 import { StoreFailure } from "../../src/schema/Errors.js"
 import * as Session from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { SessionStore, type SessionStoreShape } from "../../src/services/SessionStore.js"
 
 /** A memory store that counts appends, can fail them, and can hold one until released. */
@@ -45,7 +46,7 @@ const instrumented = Effect.gen(function*() {
 const todo = (n: number) => ({ todos: [{ content: `t${n}`, status: "pending" as const }] })
 
 const batched = (store: SessionStoreShape, id: string) =>
-  Session.create({ id, persistence: { mode: "batched", windowMs: 60_000 } }).pipe(Effect.provideService(SessionStore, store))
+  SessionLive.create({ id, persistence: { mode: "batched", windowMs: 60_000 } }).pipe(Effect.provideService(SessionStore, store))
 
 describe("checkpoint policy (SPEC 7.3)", () => {
   it.scoped("(c) atPreStep and (a) beforeModelRequest flush everything pending", () =>
@@ -172,7 +173,7 @@ describe("checkpoint policy (SPEC 7.3)", () => {
   it.scoped("with a durable handle every checkpoint is a no-op", () =>
     Effect.gen(function*() {
       const { control, store } = yield* instrumented
-      const s = yield* Session.create({ id: "d" }).pipe(Effect.provideService(SessionStore, store))
+      const s = yield* SessionLive.create({ id: "d" }).pipe(Effect.provideService(SessionStore, store))
       yield* s.append("todo/write", todo(0))
       assert.strictEqual(control.appends, 1)
       yield* Effect.all([Checkpoint.atPreStep, Checkpoint.beforeModelRequest, Checkpoint.beforeToolBody(Effect.void)]).pipe(

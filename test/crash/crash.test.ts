@@ -4,7 +4,7 @@
  * SQLite file and prints `ack <seq> <sha1>` after every acknowledged append; the parent SIGKILLs
  * it at a named failpoint (before a write, between the chunks of one large JSONL batch, after a
  * write before its acknowledgement, inside a tool body, during a compaction, during open's repair)
- * or after a random delay. After every kill the parent reopens with `Session.open` and checks:
+ * or after a random delay. After every kill the parent reopens with `SessionLive.open` and checks:
  * every acked event is present and byte-identical (sha1 of `encodeEvent`), seqs are contiguous
  * (none duplicated), the log validates as a seed, no turn is open, every tool call has exactly
  * one result, a second open (another store instance) changes no byte or row, and SQLite passes
@@ -35,8 +35,10 @@ import type { Event } from "../../src/schema/Events.js"
 import { encodeSessionId } from "../../src/schema/SessionIdEncoding.js"
 import { closers } from "../../src/services/Repair.js"
 import * as Session from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { SessionStore, type SessionStoreShape } from "../../src/services/SessionStore.js"
 import { integrityCheck, platform, withRawDb } from "./backends.js"
+import * as Seed from "../../src/services/Seed.js"
 
 const TRIALS = Number(process.env.CRASH_TRIALS ?? "50")
 const SEED = Number(process.env.CRASH_SEED ?? "20251130")
@@ -178,7 +180,7 @@ const verify = (kind: string, location: string, id: string, acked: ReadonlyMap<n
       assert.strictEqual(acked.size, 0)
       return 0
     }
-    const events = yield* Effect.scoped(Effect.flatMap(Session.open(id), (h) => h.events)).pipe(
+    const events = yield* Effect.scoped(Effect.flatMap(SessionLive.open(id), (h) => h.events)).pipe(
       Effect.provideService(SessionStore, store)
     )
     // every acknowledged event is present and byte-identical; seqs are contiguous
@@ -188,7 +190,7 @@ const verify = (kind: string, location: string, id: string, acked: ReadonlyMap<n
       assert.strictEqual(sha1(encodeEvent(events[seq])), hash, `acked seq ${seq} differs`)
     }
     // the log validates from scratch, no turn is open, every tool call has exactly one result
-    yield* Session.validateSeed(events.map((e) => JSON.parse(encodeEvent(e))))
+    yield* Seed.validateSeed(events.map((e) => JSON.parse(encodeEvent(e))))
     assert.deepStrictEqual(closers(events), [])
     const calls = new Map<string, number>()
     for (const e of events) {
@@ -205,7 +207,7 @@ const verify = (kind: string, location: string, id: string, acked: ReadonlyMap<n
     // a second open through another store instance adds nothing
     const after = fingerprint(kind, location, id)
     yield* Effect.scoped(Effect.flatMap(openStore(kind, location), (other) =>
-      Effect.provideService(Session.open(id), SessionStore, other)))
+      Effect.provideService(SessionLive.open(id), SessionStore, other)))
     assert.strictEqual(fingerprint(kind, location, id), after, "the second open wrote")
     if (kind === "sqlite") assert.strictEqual(integrityCheck(location), "ok")
     return events.length

@@ -3,7 +3,7 @@
  * lines are a multi-byte UTF-8 assistant message, an ASCII tool/call and a tool/result above
  * 512 KiB, cut at every byte offset of those lines (sampled inside the large one). Every cut
  * loads as the valid prefix of complete lines with the rest reported as a torn tail — never an
- * untyped failure, never a lost committed turn — and `Session.open` repairs it to exactly
+ * untyped failure, never a lost committed turn — and `SessionLive.open` repairs it to exactly
  * prefix ++ closers ++ end-seed, which a second open leaves byte for byte.
  */
 import * as FileSystem from "@effect/platform/FileSystem"
@@ -15,6 +15,7 @@ import { encodeEvent } from "../../src/schema/EventCodec.js"
 import type { Event } from "../../src/schema/Events.js"
 import { closers } from "../../src/services/Repair.js"
 import * as Session from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
 import { platform } from "./backends.js"
 
@@ -88,7 +89,7 @@ describe("exhaustive truncation of the last three lines (L1-L3)", () => {
       const root = yield* fs.makeTempDirectoryScoped(shm ? { directory: "/dev/shm" } : {})
       const file = `${root}/t.jsonl`
       const events = yield* Effect.scoped(Effect.gen(function*() {
-        const s = yield* Session.create({ id: "t", header: { cwd: "/repo" } })
+        const s = yield* SessionLive.create({ id: "t", header: { cwd: "/repo" } })
         return yield* writeLog(s)
       })).pipe(Effect.provideServiceEffect(SessionStore, makeJsonlStore({ root })))
       const full = yield* fs.readFile(file)
@@ -129,7 +130,7 @@ describe("exhaustive truncation of the last three lines (L1-L3)", () => {
         const prefix = events.slice(0, complete)
         assert.deepStrictEqual(loaded.right.events.map((e) => encodeEvent(e as Event)), prefix.map(encodeEvent))
         // repair, then reload: exactly prefix ++ closers ++ marker, and stable
-        const repaired = yield* Effect.scoped(Effect.flatMap(Session.open("t"), (h) => h.events)).pipe(
+        const repaired = yield* Effect.scoped(Effect.flatMap(SessionLive.open("t"), (h) => h.events)).pipe(
           Effect.provideService(SessionStore, store)
         )
         const expectedClosers = closers(prefix)
@@ -142,7 +143,7 @@ describe("exhaustive truncation of the last three lines (L1-L3)", () => {
         assert.strictEqual(repaired[repaired.length - 1].type, "session/end-seed")
         const bytes = yield* fs.readFileString(file)
         assert.strictEqual(bytes, toJsonlText(header, repaired), `cut ${cut}`)
-        yield* Effect.scoped(Session.open("t")).pipe(Effect.provideServiceEffect(SessionStore, makeJsonlStore({ root })))
+        yield* Effect.scoped(SessionLive.open("t")).pipe(Effect.provideServiceEffect(SessionStore, makeJsonlStore({ root })))
         assert.strictEqual(yield* fs.readFileString(file), bytes, `cut ${cut}: reopen is stable`)
         repairs++
       }

@@ -16,6 +16,7 @@ import type { Event } from "../../src/schema/Events.js"
 import { ForkRejected } from "../../src/schema/Errors.js"
 import { layerCounter } from "../../src/services/IdGenerator.js"
 import * as Session from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { SessionStore, type SessionStoreShape } from "../../src/services/SessionStore.js"
 
 const text = (t: string) => [{ type: "text" as const, text: t }]
@@ -70,14 +71,14 @@ const types = (events: ReadonlyArray<Event>) => events.map((e) => e.type)
 describe("fork checks in order (SPEC 11.1)", () => {
   it.scoped("M1 a registered child id is rejected before a bad boundary or a missing source", () =>
     Effect.gen(function*() {
-      yield* Session.create({ id: "taken" })
-      const e1 = yield* rejected(Session.fork("nowhere", { childId: "taken", at: -1 }))
+      yield* SessionLive.create({ id: "taken" })
+      const e1 = yield* rejected(SessionLive.fork("nowhere", { childId: "taken", at: -1 }))
       assert.strictEqual(e1.rule, "M1")
       assert.strictEqual(e1.code, "SESSION_ALREADY_EXISTS")
-      const parent = yield* Session.create({ id: "p" })
+      const parent = yield* SessionLive.create({ id: "p" })
       yield* closedTurn(parent, 1)
       yield* parent.close
-      const e2 = yield* rejected(Session.fork(parent, { childId: "taken", at: 99 }))
+      const e2 = yield* rejected(SessionLive.fork(parent, { childId: "taken", at: 99 }))
       assert.strictEqual(e2.rule, "M1")
     }).pipe(memory))
 
@@ -87,11 +88,11 @@ describe("fork checks in order (SPEC 11.1)", () => {
       const root = yield* fs.makeTempDirectoryScoped()
       const a = yield* makeJsonlStore({ root })
       const b = yield* makeJsonlStore({ root })
-      const other = yield* Session.create({ id: "child" }).pipe(Effect.provideService(SessionStore, a))
+      const other = yield* SessionLive.create({ id: "child" }).pipe(Effect.provideService(SessionStore, a))
       yield* other.append("todo/write", { todos: [] })
-      const parent = yield* Session.create({ id: "parent" }).pipe(Effect.provideService(SessionStore, b))
+      const parent = yield* SessionLive.create({ id: "parent" }).pipe(Effect.provideService(SessionStore, b))
       yield* closedTurn(parent, 1)
-      const e = yield* rejected(Session.fork(parent, { childId: "child" }).pipe(Effect.provideService(SessionStore, b)))
+      const e = yield* rejected(SessionLive.fork(parent, { childId: "child" }).pipe(Effect.provideService(SessionStore, b)))
       assert.strictEqual(e.rule, "M1")
       // the stored child is untouched
       const loaded = yield* b.load("child")
@@ -100,13 +101,13 @@ describe("fork checks in order (SPEC 11.1)", () => {
 
   it.scoped("M2 an unknown id and a closed handle are SESSION_NOT_FOUND", () =>
     Effect.gen(function*() {
-      const e1 = yield* rejected(Session.fork("missing", { childId: "k1" }))
+      const e1 = yield* rejected(SessionLive.fork("missing", { childId: "k1" }))
       assert.strictEqual(e1.rule, "M2")
       assert.strictEqual(e1.code, "SESSION_NOT_FOUND")
-      const parent = yield* Session.create({ id: "p" })
+      const parent = yield* SessionLive.create({ id: "p" })
       yield* closedTurn(parent, 1)
       yield* parent.close
-      const e2 = yield* rejected(Session.fork(parent, { childId: "k2", at: -5 }))
+      const e2 = yield* rejected(SessionLive.fork(parent, { childId: "k2", at: -5 }))
       assert.strictEqual(e2.rule, "M2")
       assert.strictEqual(e2.code, "SESSION_NOT_FOUND")
       yield* assertAbsent("k1")
@@ -115,23 +116,23 @@ describe("fork checks in order (SPEC 11.1)", () => {
 
   it.scoped("M3 a failed handle and a stale handle are SESSION_NOT_LIVE, checked before the boundary", () =>
     Effect.gen(function*() {
-      const seedOwner = yield* Session.create({ id: "p" })
+      const seedOwner = yield* SessionLive.create({ id: "p" })
       yield* closedTurn(seedOwner, 1)
-      const h1 = yield* Session.open("p")
-      const h2 = yield* Session.open("p")
+      const h1 = yield* SessionLive.open("p")
+      const h2 = yield* SessionLive.open("p")
       yield* closedTurn(h1, 2)
       // h2 is stale: the store holds more events than it does
-      const stale = yield* rejected(Session.fork(h2, { childId: "k1", at: -1 }))
+      const stale = yield* rejected(SessionLive.fork(h2, { childId: "k1", at: -1 }))
       assert.strictEqual(stale.rule, "M3")
       assert.strictEqual(stale.code, "SESSION_NOT_LIVE")
       // h2 fails on its next append (AppendConflict) and is then not live either
       const conflict = yield* Effect.flip(h2.append("todo/write", { todos: [] }))
       assert.strictEqual(conflict._tag, "AppendConflict")
       assert.strictEqual(yield* h2.state, "failed")
-      const failed = yield* rejected(Session.fork(h2, { childId: "k2" }))
+      const failed = yield* rejected(SessionLive.fork(h2, { childId: "k2" }))
       assert.strictEqual(failed.rule, "M3")
       // the live handle forks fine
-      const child = yield* Session.fork(h1, { childId: "k3" })
+      const child = yield* SessionLive.fork(h1, { childId: "k3" })
       assert.strictEqual(child.header.seedLength, (yield* h1.events).length)
       yield* assertAbsent("k1")
       yield* assertAbsent("k2")
@@ -140,20 +141,20 @@ describe("fork checks in order (SPEC 11.1)", () => {
   it.scoped("M3 a batched handle is flushed first: the child never holds events its parent could lose", () =>
     Effect.gen(function*() {
       const store = yield* SessionStore
-      const parent = yield* Session.create({ id: "p", persistence: { mode: "batched", windowMs: 10_000 } })
+      const parent = yield* SessionLive.create({ id: "p", persistence: { mode: "batched", windowMs: 10_000 } })
       yield* closedTurn(parent, 1)
       assert.strictEqual((yield* Effect.flip(store.load("p").pipe(Effect.flatMap((l) => Effect.fail(l.events.length))))), 0)
-      const child = yield* Session.fork(parent, { childId: "c" })
+      const child = yield* SessionLive.fork(parent, { childId: "c" })
       assert.strictEqual((yield* store.load("p")).events.length, 3)
       assert.strictEqual(child.header.seedLength, 3)
     }).pipe(memory))
 
   it.scoped("M4 a negative, fractional, unsafe or non-numeric boundary is INVALID_BOUNDARY", () =>
     Effect.gen(function*() {
-      const parent = yield* Session.create({ id: "p" })
+      const parent = yield* SessionLive.create({ id: "p" })
       yield* closedTurn(parent, 1)
       for (const at of [-1, 0.5, Number.MAX_SAFE_INTEGER + 1, Number.NaN, Infinity, "1" as unknown as number]) {
-        const e = yield* rejected(Session.fork(parent, { childId: "k", at }))
+        const e = yield* rejected(SessionLive.fork(parent, { childId: "k", at }))
         assert.strictEqual(e.rule, "M4", String(at))
         assert.strictEqual(e.code, "INVALID_BOUNDARY")
       }
@@ -162,18 +163,18 @@ describe("fork checks in order (SPEC 11.1)", () => {
 
   it.scoped("M5 a boundary at or past the end names the last seq, or \"none\" on an empty source", () =>
     Effect.gen(function*() {
-      const parent = yield* Session.create({ id: "p" })
+      const parent = yield* SessionLive.create({ id: "p" })
       yield* closedTurn(parent, 1)
-      const e1 = yield* rejected(Session.fork(parent, { childId: "k", at: 3 }))
+      const e1 = yield* rejected(SessionLive.fork(parent, { childId: "k", at: 3 }))
       assert.strictEqual(e1.rule, "M5")
       assert.strictEqual(e1.code, "INVALID_BOUNDARY")
       assert.include(e1.message, "last seq: 2")
-      const empty = yield* Session.create({ id: "e" })
-      const e2 = yield* rejected(Session.fork(empty, { childId: "k", at: 0 }))
+      const empty = yield* SessionLive.create({ id: "e" })
+      const e2 = yield* rejected(SessionLive.fork(empty, { childId: "k", at: 0 }))
       assert.strictEqual(e2.rule, "M5")
       assert.include(e2.message, "none")
       // by id too (a registered, unmaterialised session is an empty source)
-      const e3 = yield* rejected(Session.fork("e", { childId: "k", at: 0 }))
+      const e3 = yield* rejected(SessionLive.fork("e", { childId: "k", at: 0 }))
       assert.strictEqual(e3.rule, "M5")
       yield* assertAbsent("k")
     }).pipe(memory))
@@ -191,9 +192,9 @@ describe("fork checks in order (SPEC 11.1)", () => {
           }))
       }
       yield* Effect.gen(function*() {
-        const parent = yield* Session.create({ id: "p" })
+        const parent = yield* SessionLive.create({ id: "p" })
         yield* closedTurn(parent, 1)
-        const e = yield* rejected(Session.fork("p", { childId: "k", at: 2 }))
+        const e = yield* rejected(SessionLive.fork("p", { childId: "k", at: 2 }))
         assert.strictEqual(e.rule, "C8")
         assert.strictEqual(e.code, "INVALID_BOUNDARY")
         yield* assertAbsent("k")
@@ -202,22 +203,22 @@ describe("fork checks in order (SPEC 11.1)", () => {
 
   it.scoped("M7 every boundary inside an open turn is OPEN_TURN, also the default boundary", () =>
     Effect.gen(function*() {
-      const parent = yield* Session.create({ id: "p" })
+      const parent = yield* SessionLive.create({ id: "p" })
       yield* closedTurn(parent, 1) // seqs 0..2
       yield* openTurn(parent, 2) // seqs 3..7
       for (const at of [3, 4, 5, 6, 7]) {
-        const e = yield* rejected(Session.fork(parent, { childId: "k", at }))
+        const e = yield* rejected(SessionLive.fork(parent, { childId: "k", at }))
         assert.strictEqual(e.rule, "M7", String(at))
         assert.strictEqual(e.code, "OPEN_TURN")
       }
-      const d = yield* rejected(Session.fork(parent, { childId: "k" }))
+      const d = yield* rejected(SessionLive.fork(parent, { childId: "k" }))
       assert.strictEqual(d.rule, "M7")
       // inside the first turn, before its end
-      const e1 = yield* rejected(Session.fork(parent, { childId: "k", at: 1 }))
+      const e1 = yield* rejected(SessionLive.fork(parent, { childId: "k", at: 1 }))
       assert.strictEqual(e1.rule, "M7")
       yield* assertAbsent("k")
       // the first turn's end is a valid boundary
-      const child = yield* Session.fork(parent, { childId: "k", at: 2 })
+      const child = yield* SessionLive.fork(parent, { childId: "k", at: 2 })
       assert.deepStrictEqual(types(yield* child.events), ["turn/start", "user/message", "turn/end", "session/end-seed"])
     }).pipe(memory))
 
@@ -238,9 +239,9 @@ describe("fork checks in order (SPEC 11.1)", () => {
           })
       }
       yield* Effect.gen(function*() {
-        const parent = yield* Session.create({ id: "p" })
+        const parent = yield* SessionLive.create({ id: "p" })
         yield* closedTurn(parent, 1)
-        const e = yield* rejected(Session.fork(parent, { childId: "race" }))
+        const e = yield* rejected(SessionLive.fork(parent, { childId: "race" }))
         assert.strictEqual(e.rule, "M1")
         assert.strictEqual(e.code, "SESSION_ALREADY_EXISTS")
         assert.deepStrictEqual((yield* inner.load("race")).events.length, 1)
@@ -251,25 +252,25 @@ describe("fork checks in order (SPEC 11.1)", () => {
 describe("fork children (SPEC 11.1)", () => {
   it.scoped("M8 an omitted boundary on an empty source gives [session/end-seed] and seedLength 0", () =>
     Effect.gen(function*() {
-      const empty = yield* Session.create({ id: "e" })
-      const child = yield* Session.fork(empty, { childId: "c" })
+      const empty = yield* SessionLive.create({ id: "e" })
+      const child = yield* SessionLive.fork(empty, { childId: "c" })
       assert.deepStrictEqual(types(yield* child.events), ["session/end-seed"])
       assert.strictEqual(child.header.seedLength, 0)
       assert.strictEqual(child.firstLiveSeq, 0)
-      const byId = yield* Session.fork("e", { childId: "c2" })
+      const byId = yield* SessionLive.fork("e", { childId: "c2" })
       assert.strictEqual(byId.header.seedLength, 0)
     }).pipe(memory))
 
   it.scoped("M9 every turn/end reason and a log-only event after a closed turn are valid boundaries", () =>
     Effect.gen(function*() {
-      const parent = yield* Session.create({ id: "p" })
+      const parent = yield* SessionLive.create({ id: "p" })
       yield* closedTurn(parent, 1, { kind: "completed" })
       yield* closedTurn(parent, 2, { kind: "interrupted" })
       yield* closedTurn(parent, 3, { kind: "error", message: "boom" })
       yield* closedTurn(parent, 4, { kind: "cancelled" })
       yield* parent.append("todo/write", { todos: [{ content: "x", status: "pending" }] })
       for (const at of [2, 5, 8, 11, 12]) {
-        const child = yield* Session.fork(parent, { childId: `c${at}`, at })
+        const child = yield* SessionLive.fork(parent, { childId: `c${at}`, at })
         const events = yield* child.events
         assert.strictEqual(child.header.seedLength, at + 1)
         assert.strictEqual(events.length, at + 2)
@@ -280,11 +281,11 @@ describe("fork children (SPEC 11.1)", () => {
   it.scoped("lineage: header {version, id, createdAt: now, cwd, parentSession, seedLength}; seed copied byte for byte", () =>
     Effect.gen(function*() {
       const store = yield* SessionStore
-      const parent = yield* Session.create({ id: "p", header: { cwd: "/work/repo", agentPreset: "coder", origin: "subagent", delegationDepth: 1 } })
+      const parent = yield* SessionLive.create({ id: "p", header: { cwd: "/work/repo", agentPreset: "coder", origin: "subagent", delegationDepth: 1 } })
       yield* closedTurn(parent, 1)
       yield* closedTurn(parent, 2)
       yield* TestClock.adjust("1234 millis")
-      const child = yield* Session.fork(parent, { childId: "c", at: 2 })
+      const child = yield* SessionLive.fork(parent, { childId: "c", at: 2 })
       assert.deepStrictEqual({ ...child.header }, {
         version: 1,
         id: "c",
@@ -303,15 +304,15 @@ describe("fork children (SPEC 11.1)", () => {
       assert.deepStrictEqual(stored.events.map((e) => encodeEvent(e as Event)), childEvents.map(encodeEvent))
       assert.deepStrictEqual(stored.header, child.header)
       // no cwd on the source: none on the child
-      const bare = yield* Session.create({ id: "bare" })
-      const c2 = yield* Session.fork(bare, { childId: "c2" })
+      const bare = yield* SessionLive.create({ id: "bare" })
+      const c2 = yield* SessionLive.fork(bare, { childId: "c2" })
       assert.isFalse("cwd" in c2.header)
     }).pipe(memory))
 
   it.scoped("a generated child id comes from the IdGenerator", () =>
     Effect.gen(function*() {
-      const parent = yield* Session.create({ id: "p" })
-      const child = yield* Session.fork(parent)
+      const parent = yield* SessionLive.create({ id: "p" })
+      const child = yield* SessionLive.fork(parent)
       assert.strictEqual(child.id, "gen-1")
       assert.strictEqual(child.header.parentSession, "p")
     }).pipe(memory, Effect.provide(layerCounter("gen-"))))
@@ -319,9 +320,9 @@ describe("fork children (SPEC 11.1)", () => {
   it.scoped("independence: later parent appends stay out of the child and child appends out of the parent", () =>
     Effect.gen(function*() {
       const store = yield* SessionStore
-      const parent = yield* Session.create({ id: "p" })
+      const parent = yield* SessionLive.create({ id: "p" })
       yield* closedTurn(parent, 1)
-      const child = yield* Session.fork(parent, { childId: "c" })
+      const child = yield* SessionLive.fork(parent, { childId: "c" })
       yield* closedTurn(parent, 2)
       yield* closedTurn(child, 7)
       const p = yield* parent.events
@@ -337,10 +338,10 @@ describe("fork children (SPEC 11.1)", () => {
 
   it.scoped("the child's end-seed follows an unmatched compaction/start inherited from a running parent (dead bracket)", () =>
     Effect.gen(function*() {
-      const parent = yield* Session.create({ id: "p" })
+      const parent = yield* SessionLive.create({ id: "p" })
       yield* closedTurn(parent, 1)
       yield* parent.append("compaction/start", { compactionId: "k1", turn: null })
-      const child = yield* Session.fork(parent, { childId: "c" })
+      const child = yield* SessionLive.fork(parent, { childId: "c" })
       const events = yield* child.events
       assert.deepStrictEqual(types(events).slice(-2), ["compaction/start", "session/end-seed"])
       // the parent has no marker after its open bracket: still live there
@@ -353,13 +354,13 @@ describe("fork children (SPEC 11.1)", () => {
       const root = yield* fs.makeTempDirectoryScoped()
       const store = yield* makeJsonlStore({ root })
       yield* Effect.gen(function*() {
-        const parent = yield* Session.create({ id: "p", header: { cwd: "/x" } })
+        const parent = yield* SessionLive.create({ id: "p", header: { cwd: "/x" } })
         yield* closedTurn(parent, 1)
         yield* parent.close
         const file = `${root}/p.jsonl`
         const damaged = new Uint8Array([...(yield* fs.readFile(file)), ...new TextEncoder().encode("{\"type\":\"turn/st")])
         yield* fs.writeFile(file, damaged)
-        const child = yield* Session.fork("p", { childId: "c" })
+        const child = yield* SessionLive.fork("p", { childId: "c" })
         assert.deepStrictEqual(types(yield* child.events), ["turn/start", "user/message", "turn/end", "session/end-seed"])
         // the source file is untouched (no repair through fork)
         assert.deepStrictEqual(yield* fs.readFile(file), damaged)
@@ -387,7 +388,7 @@ describe("fork children (SPEC 11.1)", () => {
           surfaceOp: "append"
         }
       ] as unknown as Array<Event>, { expectedSeq: 0 })
-      const e = yield* Effect.flip(Session.fork("bad", { childId: "c" }))
+      const e = yield* Effect.flip(SessionLive.fork("bad", { childId: "c" }))
       assert.strictEqual(e._tag, "StoreCorrupt")
       assert.strictEqual((e as { rule: string }).rule, "L9")
       yield* assertAbsent("c")
@@ -399,13 +400,13 @@ describe("fromSeed construction failure is invisible", () => {
     Effect.gen(function*() {
       const store = yield* SessionStore
       const big = { type: "todo/write", seq: 0, time: 0, data: { todos: [{ content: "x".repeat(2000), status: "pending" }] } }
-      const e = yield* Effect.flip(Session.fromSeed({ header: { version: 1, id: "s", createdAt: 0 }, seed: [big], maxEventBytes: 1000 }))
+      const e = yield* Effect.flip(SessionLive.fromSeed({ header: { version: 1, id: "s", createdAt: 0 }, seed: [big], maxEventBytes: 1000 }))
       assert.strictEqual(e._tag, "InvalidEnvelope")
       assert.strictEqual((e as { rule: string }).rule, "B10")
       const nf = yield* Effect.flip(store.load("s"))
       assert.strictEqual(nf._tag, "SessionNotFound")
       // the id is free: a valid construction succeeds
-      const ok = yield* Session.fromSeed({ header: { version: 1, id: "s", createdAt: 0 }, seed: [] })
+      const ok = yield* SessionLive.fromSeed({ header: { version: 1, id: "s", createdAt: 0 }, seed: [] })
       assert.strictEqual((yield* ok.events).length, 1)
     }).pipe(memory))
 })

@@ -1,6 +1,6 @@
 /**
  * SPEC §8.2 persistence of the v0→v1 upgrade: viewing (load, readFrom, inspect, verify, list)
- * never rewrites a v0 log; `Session.open` rewrites it as v1 keeping a backup (JSONL `.v0.bak`
+ * never rewrites a v0 log; `SessionLive.open` rewrites it as v1 keeping a backup (JSONL `.v0.bak`
  * file, SQLite `session_backups` row); the `migrate` program upgrades, reports and is idempotent,
  * leaving failing sessions unchanged. Also K1/K2 on stored versions the JSONL K4 tests do not
  * reach (a fractional version; SQLite `sessions.version` 2 and -1).
@@ -13,7 +13,7 @@ import * as Effect from "effect/Effect"
 import { createRequire } from "node:module"
 import { fileURLToPath } from "node:url"
 import { makeJsonlStore, readJsonlFile } from "../../src/layers/JsonlStore.js"
-import { inspectLoaded } from "../../src/layers/SessionLive.js"
+import { inspectLoaded } from "../../src/services/Resume.js"
 import { makeSqliteStore } from "../../src/layers/SqliteStore.js"
 import { encodeEvent } from "../../src/schema/EventCodec.js"
 import type { Event } from "../../src/schema/Events.js"
@@ -21,6 +21,7 @@ import { encodeSessionId } from "../../src/schema/SessionIdEncoding.js"
 import { type MigrateReport, migrateSession, migrateStore } from "../../src/programs/Migrate.js"
 import { verifySession } from "../../src/programs/Verify.js"
 import * as Session from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { SessionStore, type SessionStoreShape } from "../../src/services/SessionStore.js"
 import { assertError } from "../helpers/state.js"
 
@@ -68,7 +69,7 @@ describe("viewing a v0 log never rewrites it (L8, §8.2)", () => {
       // readFrom converts the whole log, then slices: seq 8 takes the id of its target, seq 5
       const suffix = yield* j.store.readFrom(id, 8)
       assert.strictEqual((suffix[0] as { data: { message: { id: string } } }).data.message.id, `legacy-message:${id}:5`)
-      const view = yield* Session.inspect(id).pipe(withStore)
+      const view = yield* SessionLive.inspect(id).pipe(withStore)
       assert.strictEqual(view.storedVersion, 0)
       assert.strictEqual(view.header.version, 1)
       assert.deepStrictEqual(yield* verifySession(id).pipe(withStore), { ok: true, events: 9, surface: [1, 3, 8] })
@@ -77,7 +78,7 @@ describe("viewing a v0 log never rewrites it (L8, §8.2)", () => {
     }).pipe(provide))
 })
 
-describe("Session.open upgrades a v0 log with a backup (K3, §7.2 step 4a)", () => {
+describe("SessionLive.open upgrades a v0 log with a backup (K3, §7.2 step 4a)", () => {
   it.scoped("JSONL: the file is rewritten as v1, the original kept as <file>.v0.bak, reopening writes nothing", () =>
     Effect.gen(function*() {
       const id = "n1-identity"
@@ -86,7 +87,7 @@ describe("Session.open upgrades a v0 log with a backup (K3, §7.2 step 4a)", () 
       const expected = yield* expectedUpgrade(id)
       const withStore = Effect.provideService(SessionStore, j.store)
       const opened = yield* Effect.scoped(Effect.gen(function*() {
-        const s = yield* Session.open(id)
+        const s = yield* SessionLive.open(id)
         const events = yield* s.events
         // the upgraded events, then the end-seed marker
         assert.deepStrictEqual(events.slice(0, -1).map((e) => encodeEvent(e)), expected.lines)
@@ -113,9 +114,9 @@ describe("Session.open upgrades a v0 log with a backup (K3, §7.2 step 4a)", () 
       assert.deepStrictEqual(linesOf(loaded.events), opened)
       // reopening: nothing to upgrade; the first reopen adds one end-seed marker after the todo, the next writes nothing
       const listing = yield* j.listing
-      yield* Effect.scoped(Session.open(id)).pipe(Effect.provideService(SessionStore, again))
+      yield* Effect.scoped(SessionLive.open(id)).pipe(Effect.provideService(SessionStore, again))
       const afterFirstReopen = yield* j.read(j.fileOf(id))
-      yield* Effect.scoped(Session.open(id)).pipe(Effect.provideService(SessionStore, again))
+      yield* Effect.scoped(SessionLive.open(id)).pipe(Effect.provideService(SessionStore, again))
       assert.strictEqual(yield* j.read(j.fileOf(id)), afterFirstReopen)
       assert.deepStrictEqual(yield* j.listing, listing)
     }).pipe(provide))
@@ -125,7 +126,7 @@ describe("Session.open upgrades a v0 log with a backup (K3, §7.2 step 4a)", () 
       const id = "k10-mode-set"
       const j = yield* jsonlWith([id])
       const before = yield* j.read(j.fileOf(id))
-      const e = yield* Effect.flip(Effect.scoped(Session.open(id)).pipe(Effect.provideService(SessionStore, j.store)))
+      const e = yield* Effect.flip(Effect.scoped(SessionLive.open(id)).pipe(Effect.provideService(SessionStore, j.store)))
       assertError(e, { _tag: "LegacyFormRefused", rule: "K10", seq: 1, form: "mode/set" })
       assert.strictEqual(yield* j.read(j.fileOf(id)), before)
       assert.deepStrictEqual(yield* j.listing, [`${encodeSessionId(id)}.jsonl`])
@@ -141,7 +142,7 @@ describe("migrate (§8.2)", () => {
       const withStore = Effect.provideService(SessionStore, j.store)
       // a current (v1) session beside them
       yield* Effect.scoped(Effect.gen(function*() {
-        const s = yield* Session.create({ id: "current-one" })
+        const s = yield* SessionLive.create({ id: "current-one" })
         yield* s.append("todo/write", { todos: [] })
       })).pipe(withStore)
       const originals = new Map<string, string>()
@@ -187,7 +188,7 @@ describe("migrate (§8.2)", () => {
       assert.deepStrictEqual(yield* j.listing, listing)
       // migrated sessions open like any v1 session
       yield* Effect.scoped(Effect.gen(function*() {
-        const s = yield* Session.open("n5-context-message")
+        const s = yield* SessionLive.open("n5-context-message")
         assert.strictEqual((yield* s.messages).length, 3)
       })).pipe(withStore)
     }).pipe(provide))
@@ -211,7 +212,7 @@ describe("migrate (§8.2)", () => {
       yield* j.fs.writeFileString(j.fileOf("frac"), `{"type":"session","version":0.5,"id":"frac","bogus":true}\n`)
       const e = yield* Effect.flip(j.store.load("frac"))
       assertError(e, { _tag: "FormatUnsupported", rule: "K2", direction: "older", found: 0.5 })
-      const viaOpen = yield* Effect.flip(Effect.scoped(Session.open("frac")).pipe(Effect.provideService(SessionStore, j.store)))
+      const viaOpen = yield* Effect.flip(Effect.scoped(SessionLive.open("frac")).pipe(Effect.provideService(SessionStore, j.store)))
       assert.strictEqual(viaOpen._tag, "FormatUnsupported")
     }).pipe(provide))
 })
@@ -286,7 +287,7 @@ describe("SQLite: a v0 session upgrades with a session_backups row", () => {
       const expected = yield* expectedUpgrade(id)
       // viewing
       assert.strictEqual((yield* db.store.load(id)).storedVersion, 0)
-      const view = yield* Session.inspect(id).pipe(withStore)
+      const view = yield* SessionLive.inspect(id).pipe(withStore)
       assert.deepStrictEqual(linesOf(view.events), expected.lines)
       assert.isTrue((yield* verifySession(id).pipe(withStore)).ok)
       assert.deepStrictEqual(yield* db.raw(backups), [])
@@ -311,13 +312,13 @@ describe("SQLite: a v0 session upgrades with a session_backups row", () => {
       assert.strictEqual((yield* db.raw(backups)).length, 1)
     }).pipe(provide))
 
-  it.scoped("Session.open on a v0 SQLite session rewrites it as v1 with a backup row", () =>
+  it.scoped("SessionLive.open on a v0 SQLite session rewrites it as v1 with a backup row", () =>
     Effect.gen(function*() {
       const id = "n3-steering"
       const db = yield* sqliteWith([[id, 0]])
       const expected = yield* expectedUpgrade(id)
       yield* Effect.scoped(Effect.gen(function*() {
-        const s = yield* Session.open(id)
+        const s = yield* SessionLive.open(id)
         assert.deepStrictEqual((yield* s.events).slice(0, -1).map((e) => encodeEvent(e)), expected.lines)
         assert.deepStrictEqual((yield* s.messages).map((m) => m.id), ["u1", "s1", `legacy-message:${id}:3`])
       })).pipe(Effect.provideService(SessionStore, db.store))
@@ -338,7 +339,7 @@ describe("SQLite: a v0 session upgrades with a session_backups row", () => {
       const withStore = Effect.provideService(SessionStore, db.store)
       const newer = yield* Effect.flip(db.store.load("n2-turn-start-trigger"))
       assertError(newer, { _tag: "FormatUnsupported", rule: "K1", direction: "newer", found: 2, supported: 1 })
-      const older = yield* Effect.flip(Effect.scoped(Session.open("n5-context-message")).pipe(withStore))
+      const older = yield* Effect.flip(Effect.scoped(SessionLive.open("n5-context-message")).pipe(withStore))
       assertError(older, { _tag: "FormatUnsupported", rule: "K2", direction: "older", found: -1 })
       const m = yield* migrateSession("n2-turn-start-trigger").pipe(withStore)
       assert.deepStrictEqual([m.status, m.error?.rule], ["failed", "K1"])

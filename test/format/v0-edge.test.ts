@@ -3,7 +3,7 @@ import * as Effect from "effect/Effect"
 import { LegacyFormRefused, StoreCorrupt } from "../../src/schema/Errors.js"
 import { upgradeV0 } from "../../src/schema/FormatV0.js"
 import type { SessionHeader } from "../../src/schema/SessionHeader.js"
-import { validateSeed } from "../../src/layers/SessionLive.js"
+import { validateSeed } from "../../src/services/Seed.js"
 import { deriveEventMessage, foldSurface } from "../../src/services/SurfaceManager.js"
 import type { Event } from "../../src/schema/Events.js"
 

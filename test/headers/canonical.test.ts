@@ -11,6 +11,7 @@ import { layerMemoryStore } from "../../src/layers/MemoryStore.js"
 import { canonicalHeader, headerEquals, type RequestHeader } from "../../src/schema/RequestHeader.js"
 import { HeaderSnapshotter } from "../../src/services/HeaderSnapshotter.js"
 import * as Session from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { uid } from "../helpers/state.js"
 
 const cfg = { provider: "p", model: "m" }
@@ -86,7 +87,7 @@ describe("§5.2 headerEquals and the writer's change decision", () => {
         assert.isTrue(headerEquals(a, a))
         // observable: R3 when different, R4 when equal; the snapshot written is canonical
         const snap = yield* HeaderSnapshotter
-        const s = yield* Session.create({ id: uid("eq") })
+        const s = yield* SessionLive.create({ id: uid("eq") })
         yield* snap.record(s, { header: a, firstOfInstance: true })
         const written = yield* snap.record(s, { header: b, firstOfInstance: false })
         assert.deepStrictEqual(

@@ -1,7 +1,7 @@
 /**
  * SPEC §3.4 family I at load (L), on hand-written JSONL v1 files — the rows the memory-store tests
  * of test/rules/request-header.test.ts cannot reach because store appends refuse them (I7, I8)
- * or that they check only through `Session.open`: `Session.inspect`, `verify` and `Session.open`
+ * or that they check only through `SessionLive.open`: `SessionLive.inspect`, `verify` and `SessionLive.open`
  * report the rule wrapped by L9 and write nothing; `mode/set` in a v1 log is K10, unwrapped.
  * I10: a header with reasoning effort and adapter markers round-trips verbatim through JSONL and
  * SQLite reopens.
@@ -17,6 +17,7 @@ import { encodeEvent } from "../../src/schema/EventCodec.js"
 import type { Event } from "../../src/schema/Events.js"
 import { verifySession } from "../../src/programs/Verify.js"
 import * as Session from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { SessionStore, type SessionStoreShape } from "../../src/services/SessionStore.js"
 import { assertError } from "../helpers/state.js"
 import { fileText, fixture, turnStart, userMessage, writeRaw } from "../jsonl/helpers.js"
@@ -48,10 +49,10 @@ describe("I1–I9 at load from a hand-written v1 JSONL file", () => {
         const provideStore = Effect.provideService(SessionStore, f.store)
         // the backend read does not validate shapes
         assert.strictEqual((yield* f.store.load(id)).events.length, 3)
-        const viaInspect = yield* Effect.flip(Session.inspect(id).pipe(provideStore))
+        const viaInspect = yield* Effect.flip(SessionLive.inspect(id).pipe(provideStore))
         assertError(viaInspect, { _tag: "StoreCorrupt", rule: "L9", seq: 2 })
         assertError((viaInspect as unknown as { cause: unknown }).cause, { _tag: tag, rule, seq: 2 })
-        const viaOpen = yield* Effect.flip(Effect.scoped(Session.open(id)).pipe(provideStore))
+        const viaOpen = yield* Effect.flip(Effect.scoped(SessionLive.open(id)).pipe(provideStore))
         assertError(viaOpen, { _tag: "StoreCorrupt", rule: "L9", seq: 2 })
         assertError((viaOpen as unknown as { cause: unknown }).cause, { _tag: tag, rule, seq: 2 })
         const report = yield* verifySession(id).pipe(provideStore)
@@ -70,7 +71,7 @@ describe("I1–I9 at load from a hand-written v1 JSONL file", () => {
       const f = yield* fixture()
       yield* f.fs.makeDirectory(f.root, { recursive: true })
       yield* writeRaw(f.fs, f.fileOf("m"), fileText("m", [turnStart(0), { type: "mode/set", seq: 1, time: 0, data: { mode: "plan" } }]))
-      const e = yield* Effect.flip(Effect.scoped(Session.open("m")).pipe(Effect.provideService(SessionStore, f.store)))
+      const e = yield* Effect.flip(Effect.scoped(SessionLive.open("m")).pipe(Effect.provideService(SessionStore, f.store)))
       assertError(e, { _tag: "LegacyFormRefused", rule: "K10", seq: 1, form: "mode/set" })
     }).pipe(Effect.provide(NodeContext.layer)))
 })
@@ -90,13 +91,13 @@ describe("I10 round trip through durable backends", () => {
     Effect.gen(function*() {
       const id = "i10"
       const written = yield* Effect.scoped(Effect.gen(function*() {
-        const s = yield* Session.create({ id })
+        const s = yield* SessionLive.create({ id })
         const e = yield* s.append("request/header", full as never)
         return encodeEvent(e)
       }).pipe(Effect.provideService(SessionStore, store)))
       const again = yield* reopen
       yield* Effect.scoped(Effect.gen(function*() {
-        const s = yield* Session.open(id)
+        const s = yield* SessionLive.open(id)
         const events = yield* s.events
         assert.strictEqual(encodeEvent(events[0] as Event), written)
         assert.deepStrictEqual(events[0].data, full)

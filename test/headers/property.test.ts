@@ -1,6 +1,6 @@
 /**
  * SPEC §5.3–§5.4 property: random sequences of model requests (header changes, context changes,
- * declared series), surface replacements, ordinary appends and reopens (`Session.open` = a new
+ * declared series), surface replacements, ordinary appends and reopens (`SessionLive.open` = a new
  * loop instance) produce exactly the snapshots R1–R8 prescribe, as computed by an independent
  * model; and `requestAt(seq)` after a cold reopen from JSONL and SQLite equals what the live
  * handle gave for every seq (and, at every request, the request the model says is in force).
@@ -20,6 +20,7 @@ import { encodeJson, type Json } from "../../src/schema/Json.js"
 import type { RequestContext, RequestHeader } from "../../src/schema/RequestHeader.js"
 import { HeaderSnapshotter } from "../../src/services/HeaderSnapshotter.js"
 import * as Session from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { SessionStore, type SessionStoreShape } from "../../src/services/SessionStore.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -218,7 +219,7 @@ describe("R1–R8 property against an independent model", () => {
           const id = `prop-${++counter}`
           const m: Model = { latest: undefined, context: undefined, replacedSinceHeader: false, firstOfInstance: true, snapshots: [] }
           const withStore = Effect.provideService(SessionStore, store)
-          let session = yield* Session.create({ id }).pipe(withStore)
+          let session = yield* SessionLive.create({ id }).pipe(withStore)
           let msg = 0
           /** requestAt on the live handle, per seq, as JSON (filled as the log grows). */
           const live: Array<string> = []
@@ -271,7 +272,7 @@ describe("R1–R8 property against an independent model", () => {
               case "reopen": {
                 yield* captureLive
                 yield* session.close
-                session = yield* Session.open(id).pipe(withStore)
+                session = yield* SessionLive.open(id).pipe(withStore)
                 m.firstOfInstance = true
                 break
               }
@@ -289,7 +290,7 @@ describe("R1–R8 property against an independent model", () => {
           if (live.length === 0) return
           // a cold reopen from another store instance: requestAt equals the live handle's at every seq
           const cold = yield* reopen
-          const reopened = yield* Session.open(id).pipe(Effect.provideService(SessionStore, cold))
+          const reopened = yield* SessionLive.open(id).pipe(Effect.provideService(SessionStore, cold))
           const reEvents = yield* reopened.events
           assert.isAtLeast(reEvents.length, live.length)
           for (let seq = 0; seq < live.length; seq++) {

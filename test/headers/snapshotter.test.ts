@@ -12,6 +12,7 @@ import type { Event } from "../../src/schema/Events.js"
 import type { RequestContext, RequestHeader } from "../../src/schema/RequestHeader.js"
 import { HeaderSnapshotter, type ModelRequestPlan } from "../../src/services/HeaderSnapshotter.js"
 import * as Session from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { assertError, records, replace, snapshot, uid, user, userMsg } from "../helpers/state.js"
 
 const provide = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
@@ -54,7 +55,7 @@ describe("R1–R8 in a scripted loop", () => {
   it.scoped("R1–R8: initial, inherit, change, context, series after a replacement, declared series, resume", () =>
     provide(Effect.gen(function*() {
       const id = uid("loop")
-      const s = yield* Session.create({ id })
+      const s = yield* SessionLive.create({ id })
       // R1: first request of a fresh session
       yield* s.append("turn/start", { turn: 1 })
       yield* s.appendUnknown(...user("u1"))
@@ -108,7 +109,7 @@ describe("R1–R8 in a scripted loop", () => {
       // R2: a new loop instance over a log with a header: resume, even unchanged and even after a
       // replacement and with a declared series
       yield* Effect.scoped(Effect.gen(function*() {
-        const r = yield* Session.open(id)
+        const r = yield* SessionLive.open(id)
         assert.deepStrictEqual(yield* r.requestHeader, H1)
         const sumSeq2 = (yield* r.surface.nodes)[0]
         yield* compact(r, sumSeq2, "sum3")
@@ -118,7 +119,7 @@ describe("R1–R8 in a scripted loop", () => {
         yield* r.close
       }))
       yield* Effect.scoped(Effect.gen(function*() {
-        const r = yield* Session.open(id)
+        const r = yield* SessionLive.open(id)
         yield* request(r, { header: H2, context: { provider: "q", model: "m1" }, firstOfInstance: true }, [
           "header:resume",
           `request/context:{"provider":"q","model":"m1"}`
@@ -146,23 +147,23 @@ describe("R1–R8 in a scripted loop", () => {
     provide(Effect.gen(function*() {
       const id = uid("seeded")
       const seed = records([["request/header", { header: H1, reason: "initial" }], user("u1")])
-      const s = yield* Session.fromSeed({ header: { version: 1, id, createdAt: 0 }, seed })
+      const s = yield* SessionLive.fromSeed({ header: { version: 1, id, createdAt: 0 }, seed })
       yield* request(s, { header: H1, firstOfInstance: true }, ["header:resume"])
       // a seed without any header: initial
-      const t = yield* Session.fromSeed({ header: { version: 1, id: uid("seeded"), createdAt: 0 }, seed: records([user("u1")]) })
+      const t = yield* SessionLive.fromSeed({ header: { version: 1, id: uid("seeded"), createdAt: 0 }, seed: records([user("u1")]) })
       yield* request(t, { header: H1, firstOfInstance: true }, ["header:initial"])
     })))
 
   it.scoped("R3: a later request in an instance without any header yet is a change", () =>
     provide(Effect.gen(function*() {
-      const s = yield* Session.create({ id: uid() })
+      const s = yield* SessionLive.create({ id: uid() })
       yield* request(s, { header: H1, firstOfInstance: false }, ["header:change"])
       yield* request(s, { header: H1, firstOfInstance: false }, [])
     })))
 
   it.scoped("R5: a replacement before the latest header does not make a series; a later one does", () =>
     provide(Effect.gen(function*() {
-      const s = yield* Session.create({ id: uid() })
+      const s = yield* SessionLive.create({ id: uid() })
       yield* s.appendUnknown(...user("u1"))
       yield* compact(s, 0, "sum")
       yield* request(s, { header: H1, firstOfInstance: true }, ["header:initial"])
@@ -180,7 +181,7 @@ describe("R1–R8 in a scripted loop", () => {
 
   it.scoped("§5.1: only canonical snapshots are written; a non-canonical equal header is not a change", () =>
     provide(Effect.gen(function*() {
-      const s = yield* Session.create({ id: uid() })
+      const s = yield* SessionLive.create({ id: uid() })
       const noisy: RequestHeader = { config: { provider: "p", model: "m" }, system: "", tools: [], adapterDefaults: {} }
       const [e] = yield* request(s, { header: noisy, firstOfInstance: true }, ["header:initial"])
       assert.deepStrictEqual(e.data, { header: { config: { provider: "p", model: "m" } }, reason: "initial" })
@@ -197,7 +198,7 @@ describe("R1–R8 in a scripted loop", () => {
 
   it.scoped("R8: header and context events never change derived messages or the transcript", () =>
     provide(Effect.gen(function*() {
-      const s = yield* Session.create({ id: uid() })
+      const s = yield* SessionLive.create({ id: uid() })
       yield* s.appendUnknown(...user("u1"))
       const before = yield* snapshot(s)
       yield* request(s, { header: H1, context: C1, firstOfInstance: true }, ["header:initial", `request/context:${JSON.stringify(C1)}`])
@@ -226,7 +227,7 @@ describe("I1 before anything is appended; decide never writes", () => {
     it.scoped(`${rule}: a plan with ${name} fails record and decide; nothing is appended`, () =>
       provide(Effect.gen(function*() {
         const snap = yield* HeaderSnapshotter
-        const s = yield* Session.create({ id: uid() })
+        const s = yield* SessionLive.create({ id: uid() })
         yield* s.appendUnknown(...user("u1"))
         const before = yield* snapshot(s)
         for (const first of [true, false]) {
@@ -243,7 +244,7 @@ describe("I1 before anything is appended; decide never writes", () => {
   it.scoped("decide reports what record would write and writes nothing", () =>
     provide(Effect.gen(function*() {
       const snap = yield* HeaderSnapshotter
-      const s = yield* Session.create({ id: uid() })
+      const s = yield* SessionLive.create({ id: uid() })
       const before = yield* snapshot(s)
       const d = yield* snap.decide(s, { header: { ...H1, system: "" }, context: C1, firstOfInstance: true })
       assert.deepStrictEqual(d, { header: { header: { config: H1.config, tools: H1.tools! }, reason: "initial" }, context: C1 })
@@ -256,7 +257,7 @@ describe("I1 before anything is appended; decide never writes", () => {
   it.scoped("A1–A9: a header or context that is not lossless JSON fails before anything is appended", () =>
     provide(Effect.gen(function*() {
       const snap = yield* HeaderSnapshotter
-      const s = yield* Session.create({ id: uid() })
+      const s = yield* SessionLive.create({ id: uid() })
       yield* snap.record(s, { header: H1, context: C1, firstOfInstance: true })
       const before = yield* snapshot(s)
       const cyclic: Record<string, unknown> = { type: "object" }

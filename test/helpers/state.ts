@@ -12,6 +12,7 @@ import { encodeEvent } from "../../src/schema/EventCodec.js"
 import type { AppendOptions, Event } from "../../src/schema/Events.js"
 import { encodeJson, type Json } from "../../src/schema/Json.js"
 import * as Session from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
 import { foldSurface } from "../../src/services/SurfaceManager.js"
 import { layerMemoryStore } from "../../src/layers/MemoryStore.js"
@@ -198,7 +199,7 @@ export const headerFor = (id: string): Rec => ({ version: 1, id, createdAt: 0 })
 /** A fresh session (scoped) with the given steps appended. */
 export const sessionWith = (steps: ReadonlyArray<Step>, id: string = uid()) =>
   Effect.gen(function*() {
-    const s = yield* Session.create({ id })
+    const s = yield* SessionLive.create({ id })
     for (const [type, data, options] of steps) yield* s.appendUnknown(type, data, options)
     return s
   })
@@ -247,14 +248,14 @@ export const acceptsAtAppend = (session: Session.SessionShape, candidate: Step) 
   })
 
 /**
- * `Session.fromSeed` must fail with the exact error and write nothing: the id is neither listed
+ * `SessionLive.fromSeed` must fail with the exact error and write nothing: the id is neither listed
  * nor loadable (nothing registered). Returns the error.
  */
 export const rejectsInSeed = (seed: unknown, expected: Expected, id: string = uid("seed")) =>
   Effect.gen(function*() {
     const store = yield* SessionStore
     const listedBefore = yield* listedIds
-    const error = yield* Effect.flip(Effect.scoped(Session.fromSeed({ header: headerFor(id), seed })))
+    const error = yield* Effect.flip(Effect.scoped(SessionLive.fromSeed({ header: headerFor(id), seed })))
     assertError(error, expected)
     assert.deepStrictEqual(yield* listedIds, listedBefore)
     const load = yield* Effect.flip(store.load(id))
@@ -262,10 +263,10 @@ export const rejectsInSeed = (seed: unknown, expected: Expected, id: string = ui
     return error
   })
 
-/** `Session.fromSeed` accepts the seed; returns its events (seed plus end-seed marker). */
+/** `SessionLive.fromSeed` accepts the seed; returns its events (seed plus end-seed marker). */
 export const acceptsInSeed = (seed: unknown, id: string = uid("seed")) =>
   Effect.scoped(Effect.gen(function*() {
-    const s = yield* Session.fromSeed({ header: headerFor(id), seed })
+    const s = yield* SessionLive.fromSeed({ header: headerFor(id), seed })
     return { events: yield* s.events, nodes: [...(yield* s.surface.nodes)], stored: yield* storedText(id) }
   }))
 

@@ -1,6 +1,6 @@
 /**
  * Single-mutation property tests (SPEC §3.2–§3.4): a valid random log broken in exactly one
- * place is rejected by `Session.fromSeed` with exactly the expected tagged error, rule and seq,
+ * place is rejected by `SessionLive.fromSeed` with exactly the expected tagged error, rule and seq,
  * with nothing stored; by `foldSurface` with the same rule where the fold checks it; and, where
  * only one event changed, by `appendUnknown` after the valid prefix, leaving the session as it was.
  */
@@ -8,6 +8,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { layerMemoryStore } from "../../src/layers/MemoryStore.js"
 import * as Session from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
 import { foldSurface } from "../../src/services/SurfaceManager.js"
 import { appendOptions, asEvents, buildLog, type Mutation, MUTATION_KINDS, mutate, mutationOf } from "../arbitraries.js"
@@ -32,7 +33,7 @@ const checkMutation = (m: Mutation) =>
   Effect.gen(function*() {
     // seed construction: exactly the expected error, and nothing registered or stored
     const id = "mutated"
-    const err = yield* Effect.flip(Session.fromSeed({ header: { version: 1, id, createdAt: 0 }, seed: m.events }))
+    const err = yield* Effect.flip(SessionLive.fromSeed({ header: { version: 1, id, createdAt: 0 }, seed: m.events }))
     expectRejection(err as Rejection, m, "fromSeed")
     const store = yield* SessionStore
     assert.strictEqual((yield* Effect.flip(store.load(id)))._tag, "SessionNotFound")
@@ -46,7 +47,7 @@ const checkMutation = (m: Mutation) =>
 
     // append: the valid prefix, then the broken event is refused and changes nothing
     if (m.inPlace) {
-      const s = yield* Session.create({ id: "appended" })
+      const s = yield* SessionLive.create({ id: "appended" })
       const valid = m.original.events
       for (let i = 0; i < m.seq; i++) {
         const e = valid[i]

@@ -11,6 +11,7 @@ import type { Event } from "../../src/schema/Events.js"
 import { encodeJson, type Json } from "../../src/schema/Json.js"
 import { layerMemoryStore } from "../../src/layers/MemoryStore.js"
 import * as Session from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { deriveEventMessage, foldSurface, type SurfaceFold } from "../../src/services/SurfaceManager.js"
 import {
   anyValidLog,
@@ -45,9 +46,9 @@ const derive = (events: ReadonlyArray<Event>) => {
 
 const json = (v: unknown) => encodeJson(v as Json)
 
-/** Session.fromSeed over a generated log must accept it. */
+/** SessionLive.fromSeed over a generated log must accept it. */
 const seeded = (id: string, seed: unknown) =>
-  Session.fromSeed({ header: header(id), seed }).pipe(
+  SessionLive.fromSeed({ header: header(id), seed }).pipe(
     Effect.catchAll((e) => Effect.dieMessage(`fromSeed rejected a valid log: ${e.message}`))
   )
 
@@ -57,7 +58,7 @@ const replayIncrementally = (
   check: (s: Session.SessionShape, i: number) => Effect.Effect<void>
 ) =>
   Effect.gen(function*() {
-    const s = yield* Session.create({ id: "incremental" })
+    const s = yield* SessionLive.create({ id: "incremental" })
     for (let i = 0; i < log.events.length; i++) {
       const e = log.events[i]
       const appended = yield* s.appendUnknown(e.type, e.data, appendOptions(e)).pipe(
@@ -83,7 +84,7 @@ describe("property: random valid logs", () => {
     assert.strictEqual(json(derive(events)), json(log.messages))
   }, RUNS)
 
-  it.scoped.prop("Session.fromSeed accepts every valid log (SPEC §3.2)", [anyValidLog], ([log]) =>
+  it.scoped.prop("SessionLive.fromSeed accepts every valid log (SPEC §3.2)", [anyValidLog], ([log]) =>
     Effect.gen(function*() {
       const s = yield* seeded("seeded", log.events)
       assert.strictEqual(s.firstLiveSeq, log.events.length)

@@ -7,7 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as fc from "effect/FastCheck"
-import { validateSeed } from "../../src/layers/SessionLive.js"
+import { validateSeed } from "../../src/services/Seed.js"
 import { encodeEvent } from "../../src/schema/EventCodec.js"
 import type { Event } from "../../src/schema/Events.js"
 import { closers, REPAIR_TEXT_NOT_STARTED, REPAIR_TEXT_OUTCOME_UNKNOWN } from "../../src/services/Repair.js"

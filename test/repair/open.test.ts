@@ -1,5 +1,5 @@
 /**
- * Resume with crash repair (SPEC §6 "where repair runs", §7.2 `Session.open`/`inspect`, L8) on
+ * Resume with crash repair (SPEC §6 "where repair runs", §7.2 `SessionLive.open`/`inspect`, L8) on
  * memory, JSONL and SQLite: the torn tail is truncated, closers and the end-seed marker are
  * persisted, reopening writes nothing, `inspect` shows the same without writing, and a writer
  * that appends between open's read and its repair makes open fail and write nothing further.
@@ -13,15 +13,17 @@ import type { Event } from "../../src/schema/Events.js"
 import { crashingTurn, scriptedTurn } from "../crash/script.js"
 import { REPAIR_TEXT_NOT_STARTED, REPAIR_TEXT_OUTCOME_UNKNOWN } from "../../src/services/Repair.js"
 import * as Session from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { SessionStore, type SessionStoreShape } from "../../src/services/SessionStore.js"
 import { type Backend, type BackendName, makeBackend, platform } from "../crash/backends.js"
+import * as Seed from "../../src/services/Seed.js"
 
 const enc = new TextEncoder()
 
 /** A closed scripted turn, then a turn that dies inside its first (recorded) tool call. */
 const crashedSession = (id: string) =>
   Effect.scoped(Effect.gen(function*() {
-    const s = yield* Session.create({ id })
+    const s = yield* SessionLive.create({ id })
     yield* Effect.gen(function*() {
       yield* scriptedTurn(1, "List the files.", [
         { text: "Looking.", calls: [{ name: "list_files", args: { dir: "." }, result: "a.ts b.ts" }] },
@@ -59,7 +61,7 @@ const suite = (name: BackendName) =>
         const written = yield* crashedSession("s").pipe(on(b.store))
         if (name === "jsonl") yield* tear(b, "s", TORN)
         const before = yield* b.fingerprint("s")
-        const view = yield* Session.inspect("s").pipe(on(b.store))
+        const view = yield* SessionLive.inspect("s").pipe(on(b.store))
         assert.strictEqual(yield* b.fingerprint("s"), before)
         assert.deepStrictEqual(encodeAll(view.events.slice(0, written.length)), encodeAll(written))
         const n = written.length
@@ -84,8 +86,8 @@ const suite = (name: BackendName) =>
         const b = yield* makeBackend(name)
         const written = yield* crashedSession("s").pipe(on(b.store))
         if (name === "jsonl") yield* tear(b, "s", TORN)
-        const view = yield* Session.inspect("s").pipe(on(b.store))
-        const handle = yield* Session.open("s").pipe(on(b.store))
+        const view = yield* SessionLive.inspect("s").pipe(on(b.store))
+        const handle = yield* SessionLive.open("s").pipe(on(b.store))
         const events = yield* handle.events
         const n = written.length
         assert.strictEqual(events.length, n + 5)
@@ -106,7 +108,7 @@ const suite = (name: BackendName) =>
         )
         const results = events.filter((e) => e.type === "tool/result").map((e) => (e.data as any).message.source.callId)
         assert.deepStrictEqual([...results].sort(), [...calls].sort())
-        yield* Session.validateSeed(events.map((e) => JSON.parse(encodeEvent(e))))
+        yield* Seed.validateSeed(events.map((e) => JSON.parse(encodeEvent(e))))
         // a fresh store instance reads the same log (it is durable, not just cached)
         const other = yield* b.another
         assert.deepStrictEqual(encodeAll((yield* other.load("s")).events), encodeAll(events))
@@ -117,16 +119,16 @@ const suite = (name: BackendName) =>
         const b = yield* makeBackend(name)
         yield* crashedSession("s").pipe(on(b.store))
         if (name === "jsonl") yield* tear(b, "s", TORN)
-        const first = yield* Effect.scoped(Effect.flatMap(Session.open("s").pipe(on(b.store)), (h) => h.events))
+        const first = yield* Effect.scoped(Effect.flatMap(SessionLive.open("s").pipe(on(b.store)), (h) => h.events))
         const after = yield* b.fingerprint("s")
-        const second = yield* Effect.scoped(Effect.flatMap(Session.open("s").pipe(on(b.store)), (h) => h.events))
+        const second = yield* Effect.scoped(Effect.flatMap(SessionLive.open("s").pipe(on(b.store)), (h) => h.events))
         assert.strictEqual(yield* b.fingerprint("s"), after)
         assert.deepStrictEqual(encodeAll(second), encodeAll(first))
         // a fresh instance (another process) also adds nothing
         const other = yield* b.another
-        yield* Effect.scoped(Session.open("s").pipe(on(other)))
+        yield* Effect.scoped(SessionLive.open("s").pipe(on(other)))
         assert.strictEqual(yield* b.fingerprint("s"), after)
-        const view = yield* Session.inspect("s").pipe(on(b.store))
+        const view = yield* SessionLive.inspect("s").pipe(on(b.store))
         assert.deepStrictEqual(view.closers, [])
         assert.isUndefined(view.tornTail)
       }).pipe(Effect.provide(platform)))
@@ -144,12 +146,12 @@ const suite = (name: BackendName) =>
           load: (id) =>
             Effect.tap(b.store.load(id), () => Effect.orDie(other.append(id, [intruder as unknown as Event], { expectedSeq: n })))
         }
-        const e = yield* Effect.flip(Effect.scoped(Session.open("s").pipe(on(racing))))
+        const e = yield* Effect.flip(Effect.scoped(SessionLive.open("s").pipe(on(racing))))
         assert.strictEqual(e._tag, "AppendConflict")
         const loaded = yield* other.load("s")
         assert.deepStrictEqual(encodeAll(loaded.events), [...encodeAll(written), encodeEvent(intruder as unknown as Event)])
         // inspect now sees the open turn still open after the intruder's event and proposes closers from there
-        const view = yield* Session.inspect("s").pipe(on(b.store))
+        const view = yield* SessionLive.inspect("s").pipe(on(b.store))
         assert.strictEqual(view.closers[0].seq, n + 1)
       }).pipe(Effect.provide(platform)))
 
@@ -165,12 +167,12 @@ const suite = (name: BackendName) =>
             ...b.store,
             load: (id) =>
               Effect.tap(b.store.load(id), () =>
-                Effect.scoped(Session.open(id).pipe(on(other))).pipe(
+                Effect.scoped(SessionLive.open(id).pipe(on(other))).pipe(
                   Effect.orDie,
                   Effect.zipRight(Effect.flatMap(b.fingerprint(id), (f) => Effect.sync(() => void (otherRepaired = f))))
                 ))
           }
-          const e = yield* Effect.flip(Effect.scoped(Session.open("s").pipe(on(racing))))
+          const e = yield* Effect.flip(Effect.scoped(SessionLive.open("s").pipe(on(racing))))
           assert.strictEqual(e._tag, "AppendConflict")
           assert.strictEqual((e as { rule: string }).rule, "L8")
           assert.strictEqual(yield* b.fingerprint("s"), otherRepaired)
@@ -180,12 +182,12 @@ const suite = (name: BackendName) =>
         Effect.gen(function*() {
           const b = yield* makeBackend(name)
           const written = yield* Effect.scoped(Effect.gen(function*() {
-            const s = yield* Session.create({ id: "s" })
+            const s = yield* SessionLive.create({ id: "s" })
             yield* scriptedTurn(1, "hi", [{ text: "hello" }], "initial").pipe(Effect.provideService(Session.Session, s))
             return yield* s.events
           })).pipe(on(b.store))
           yield* tear(b, "s", `{"type":"turn/start","seq":`)
-          const h = yield* Session.open("s").pipe(on(b.store))
+          const h = yield* SessionLive.open("s").pipe(on(b.store))
           const events = yield* h.events
           assert.deepStrictEqual(encodeAll(events.slice(0, -1)), encodeAll(written))
           assert.deepStrictEqual(events[events.length - 1].type, "session/end-seed")

@@ -9,6 +9,7 @@ import { layerMemoryStore } from "../../src/layers/MemoryStore.js"
 import { encodeEvent } from "../../src/schema/EventCodec.js"
 import type { Event } from "../../src/schema/Events.js"
 import * as Session from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
 import { foldSurface } from "../../src/services/SurfaceManager.js"
 import {
@@ -220,7 +221,7 @@ describe("B10 serialised event larger than maxEventBytes", () => {
   it.scoped("B10 rejects at append one byte over the cap (UTF-8 bytes); the cap itself is accepted", () =>
     withStore(Effect.gen(function*() {
       const cap = 400
-      const s = yield* Session.create({ id: uid(), maxEventBytes: cap })
+      const s = yield* SessionLive.create({ id: uid(), maxEventBytes: cap })
       yield* s.appendUnknown(...user("u0"))
       const over = sized(1, cap + 1)
       assert.strictEqual(Buffer.byteLength(line(1, over), "utf8"), cap + 1)
@@ -307,7 +308,7 @@ describe("C1–C4 sequence contiguity", () => {
       const { events } = yield* acceptsInSeed(records([todo, todo]), uid())
       assert.deepStrictEqual(events.map((e) => [e.seq, e.type]), [[0, "todo/write"], [1, "todo/write"], [2, "session/end-seed"]])
       const id = uid()
-      const s = yield* Session.fromSeed({ header: headerFor(id), seed: [] })
+      const s = yield* SessionLive.fromSeed({ header: headerFor(id), seed: [] })
       assert.deepStrictEqual((yield* s.events).map((e) => [e.seq, e.type]), [[0, "session/end-seed"]])
     })))
 })

@@ -13,6 +13,7 @@ import {
   isSurfaceEvent
 } from "../../src/schema/Events.js"
 import * as Session from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
 import { deriveEventMessage } from "../../src/services/SurfaceManager.js"
 import {
@@ -112,14 +113,14 @@ describe("H message shapes at append, in a seed and on a cold read", () => {
     it.scoped(`${rule} rejects ${type} with ${name} in a seed`, () =>
       withStore(rejectsInSeed(records([...prefix, step]), shape(rule, SEQ, type))))
 
-    it.scoped(`${rule} rejects ${type} with ${name} on Session.open (StoreCorrupt L9 wrapping it)`, () =>
+    it.scoped(`${rule} rejects ${type} with ${name} on SessionLive.open (StoreCorrupt L9 wrapping it)`, () =>
       withStore(Effect.gen(function*() {
         const id = uid()
         yield* Effect.scoped(sessionWith(prefix, id))
         const store = yield* SessionStore
         yield* store.append(id, [record(step, SEQ) as unknown as Event], { expectedSeq: SEQ })
         const before = yield* storedText(id)
-        const e = yield* Effect.flip(Effect.scoped(Session.open(id)))
+        const e = yield* Effect.flip(Effect.scoped(SessionLive.open(id)))
         assertError(e, { _tag: "StoreCorrupt", rule: "L9", seq: SEQ })
         assertError((e as unknown as { cause: unknown }).cause, shape(rule, SEQ, type))
         assert.strictEqual(yield* storedText(id), before)
@@ -256,7 +257,7 @@ describe("§4.6 derived messages: one projection per event type", () => {
         ["sum", "c1", "u2"]
       ])
       const id = uid()
-      const replay = yield* Session.fromSeed({ header: { version: 1, id, createdAt: 0 }, seed: yield* s.events })
+      const replay = yield* SessionLive.fromSeed({ header: { version: 1, id, createdAt: 0 }, seed: yield* s.events })
       assert.strictEqual(JSON.stringify(yield* replay.messages), JSON.stringify(yield* s.messages))
       assert.deepStrictEqual(yield* replay.surface.nodes, yield* s.surface.nodes)
     })))

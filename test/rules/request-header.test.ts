@@ -8,6 +8,7 @@ import * as Effect from "effect/Effect"
 import { encodeEvent } from "../../src/schema/EventCodec.js"
 import type { Event } from "../../src/schema/Events.js"
 import * as Session from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
 import {
   acceptsEverywhere,
@@ -72,14 +73,14 @@ describe("I1–I6, I9 at append and in a seed", () => {
       })))
     it.scoped(`${rule} rejects ${name} in a seed`, () =>
       withStore(rejectsInSeed(records([...prefix, ["request/header", data]]), rh(rule))))
-    it.scoped(`${rule} rejects ${name} on Session.open (StoreCorrupt L9 wrapping it)`, () =>
+    it.scoped(`${rule} rejects ${name} on SessionLive.open (StoreCorrupt L9 wrapping it)`, () =>
       withStore(Effect.gen(function*() {
         const id = uid()
         yield* Effect.scoped(sessionWith(prefix, id))
         const store = yield* SessionStore
         yield* store.append(id, [record(["request/header", data], SEQ) as unknown as Event], { expectedSeq: SEQ })
         const before = yield* storedText(id)
-        const e = yield* Effect.flip(Effect.scoped(Session.open(id)))
+        const e = yield* Effect.flip(Effect.scoped(SessionLive.open(id)))
         assertError(e, { _tag: "StoreCorrupt", rule: "L9", seq: SEQ })
         assertError((e as unknown as { cause: unknown }).cause, rh(rule))
         assert.strictEqual(yield* storedText(id), before)
@@ -160,7 +161,7 @@ describe("I10 valid headers round-trip verbatim; folds canonicalise", () => {
   it.scoped("I10 a seeded session folds the latest header and context", () =>
     withStore(Effect.gen(function*() {
       const id = uid()
-      const s = yield* Session.fromSeed({ header: { version: 1, id, createdAt: 0 }, seed: records([...prefix, ["request/header", full]]) })
+      const s = yield* SessionLive.fromSeed({ header: { version: 1, id, createdAt: 0 }, seed: records([...prefix, ["request/header", full]]) })
       assert.deepStrictEqual(yield* s.requestHeader, full.header as never)
       assert.deepStrictEqual(yield* s.requestContext, { provider: "p0", model: "m0", contextWindow: 1000 } as never)
       assert.include(yield* storedText(id), "be brief")

@@ -1,11 +1,12 @@
 /**
- * SPEC §2.1 / §3.4 family J (session header): J1–J11, J16 at `Session.create`, `Session.fromSeed`
+ * SPEC §2.1 / §3.4 family J (session header): J1–J11, J16 at `SessionLive.create`, `SessionLive.fromSeed`
  * and `SessionStore.create` (a rejection registers and writes nothing), J12 immutability, J13
  * (a rejected create leaves the id free) and J14 (registered and stored ids).
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Session from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
 import { assertError, listedIds, storedText, todo, uid, withStore } from "../helpers/state.js"
 
@@ -27,7 +28,7 @@ const rejectsEverywhere = (header: (id: string) => unknown, expected: ReturnType
   Effect.gen(function*() {
     const store = yield* SessionStore
     const a = uid("h")
-    assertError(yield* Effect.flip(Effect.scoped(Session.fromSeed({ header: header(a), seed: [] }))), expected)
+    assertError(yield* Effect.flip(Effect.scoped(SessionLive.fromSeed({ header: header(a), seed: [] }))), expected)
     yield* assertNothingFor(a)
     const b = uid("h")
     assertError(yield* Effect.flip(store.create(header(b))), expected)
@@ -37,7 +38,7 @@ const rejectsEverywhere = (header: (id: string) => unknown, expected: ReturnType
       const c = uid("h")
       const fields = { ...(h as Rec) }
       delete fields.id
-      assertError(yield* Effect.flip(Effect.scoped(Session.create({ id: c, header: fields }))), expected)
+      assertError(yield* Effect.flip(Effect.scoped(SessionLive.create({ id: c, header: fields }))), expected)
       yield* assertNothingFor(c)
     }
   })
@@ -64,7 +65,7 @@ describe("J1–J11, J16 rejected at construction; nothing registered or written"
       const store = yield* SessionStore
       const id = uid("h")
       assertError(yield* Effect.flip(store.create({ id, createdAt: 0 })), hj("J2", "version"))
-      assertError(yield* Effect.flip(Effect.scoped(Session.fromSeed({ header: { id, createdAt: 0 }, seed: [] }))), hj("J2", "version"))
+      assertError(yield* Effect.flip(Effect.scoped(SessionLive.fromSeed({ header: { id, createdAt: 0 }, seed: [] }))), hj("J2", "version"))
       yield* assertNothingFor(id)
     })))
 
@@ -74,7 +75,7 @@ describe("J1–J11, J16 rejected at construction; nothing registered or written"
       for (const id of ["", 5, null]) {
         assertError(yield* Effect.flip(store.create({ version: 1, id, createdAt: 0 })), hj("J3", "id"))
         assertError(
-          yield* Effect.flip(Effect.scoped(Session.fromSeed({ header: { version: 1, id, createdAt: 0 }, seed: [] }))),
+          yield* Effect.flip(Effect.scoped(SessionLive.fromSeed({ header: { version: 1, id, createdAt: 0 }, seed: [] }))),
           hj("J3", "id")
         )
       }
@@ -84,7 +85,7 @@ describe("J1–J11, J16 rejected at construction; nothing registered or written"
   it.scoped("J3 rejects a header id different from the session id", () =>
     withStore(Effect.gen(function*() {
       const id = uid("h")
-      assertError(yield* Effect.flip(Effect.scoped(Session.create({ id, header: { id: "other" } }))), hj("J3", "id"))
+      assertError(yield* Effect.flip(Effect.scoped(SessionLive.create({ id, header: { id: "other" } }))), hj("J3", "id"))
       yield* assertNothingFor(id)
       yield* assertNothingFor("other")
     })))
@@ -160,7 +161,7 @@ describe("accepted headers", () => {
   it.scoped("§2.1 a full header is validated, frozen, stored in §2.1 key order and listed once materialised", () =>
     withStore(Effect.gen(function*() {
       const id = uid("h")
-      const s = yield* Session.create({ id, header: full(id) })
+      const s = yield* SessionLive.create({ id, header: full(id) })
       assert.deepStrictEqual(Object.keys(s.header), [
         "version",
         "id",
@@ -185,7 +186,7 @@ describe("accepted headers", () => {
     it.scoped(`J5 accepts the absolute cwd ${JSON.stringify(cwd)}`, () =>
       withStore(Effect.gen(function*() {
         const id = uid("h")
-        const s = yield* Session.create({ id, header: { cwd } })
+        const s = yield* SessionLive.create({ id, header: { cwd } })
         assert.strictEqual(s.header.cwd, cwd)
       })))
   }
@@ -193,7 +194,7 @@ describe("accepted headers", () => {
   it.scoped("§2.1 a session created without a header gets { version: 1, id, createdAt: now }", () =>
     withStore(Effect.gen(function*() {
       const id = uid("h")
-      const s = yield* Session.create({ id })
+      const s = yield* SessionLive.create({ id })
       assert.deepStrictEqual(s.header, { version: 1, id, createdAt: 0 })
     })))
 
@@ -201,7 +202,7 @@ describe("accepted headers", () => {
     withStore(Effect.gen(function*() {
       const id = uid("h")
       const input = full(id)
-      const s = yield* Session.fromSeed({ header: input, seed: [] })
+      const s = yield* SessionLive.fromSeed({ header: input, seed: [] })
       input.cwd = "/elsewhere"
       input.extra = 1
       assert.strictEqual(s.header.cwd, "/work")
@@ -213,7 +214,7 @@ describe("accepted headers", () => {
       assert.strictEqual(loaded.header.cwd, "/work")
       const id2 = uid("h")
       const fields: Rec = { cwd: "/a" }
-      const s2 = yield* Session.create({ id: id2, header: fields })
+      const s2 = yield* SessionLive.create({ id: id2, header: fields })
       fields.cwd = "/b"
       assert.strictEqual(s2.header.cwd, "/a")
     })))
@@ -231,21 +232,21 @@ describe("J13, J14 store registration", () => {
       assert.deepStrictEqual(h, { version: 1, id, createdAt: 2 })
     })))
 
-  it.scoped("J13 a rejected Session.create or fromSeed leaves the id free for a later valid one", () =>
+  it.scoped("J13 a rejected SessionLive.create or fromSeed leaves the id free for a later valid one", () =>
     withStore(Effect.gen(function*() {
       const id = uid("h")
-      yield* Effect.flip(Effect.scoped(Session.create({ id, header: { createdAt: 0.5 } })))
-      const s = yield* Session.create({ id })
+      yield* Effect.flip(Effect.scoped(SessionLive.create({ id, header: { createdAt: 0.5 } })))
+      const s = yield* SessionLive.create({ id })
       assert.strictEqual(s.id, id)
       const id2 = uid("h")
-      yield* Effect.flip(Effect.scoped(Session.fromSeed({ header: { version: 1, id: id2, createdAt: -1 }, seed: [] })))
+      yield* Effect.flip(Effect.scoped(SessionLive.fromSeed({ header: { version: 1, id: id2, createdAt: -1 }, seed: [] })))
       // also a seed rejected after a valid header registers nothing
-      yield* Effect.flip(Effect.scoped(Session.fromSeed({ header: { version: 1, id: id2, createdAt: 0 }, seed: [null] })))
-      const s2 = yield* Session.fromSeed({ header: { version: 1, id: id2, createdAt: 0 }, seed: [] })
+      yield* Effect.flip(Effect.scoped(SessionLive.fromSeed({ header: { version: 1, id: id2, createdAt: 0 }, seed: [null] })))
+      const s2 = yield* SessionLive.fromSeed({ header: { version: 1, id: id2, createdAt: 0 }, seed: [] })
       assert.strictEqual((yield* s2.events).length, 1)
     })))
 
-  it.scoped("J14 a registered (unmaterialised) id is refused: store.create, Session.create, fromSeed", () =>
+  it.scoped("J14 a registered (unmaterialised) id is refused: store.create, SessionLive.create, fromSeed", () =>
     withStore(Effect.gen(function*() {
       const store = yield* SessionStore
       const id = uid("h")
@@ -253,8 +254,8 @@ describe("J13, J14 store registration", () => {
       const before = yield* storedText(id)
       const ex = { _tag: "SessionExists", rule: "J14", sessionId: id }
       assertError(yield* Effect.flip(store.create({ version: 1, id, createdAt: 9 })), ex)
-      assertError(yield* Effect.flip(Effect.scoped(Session.create({ id }))), ex)
-      assertError(yield* Effect.flip(Effect.scoped(Session.fromSeed({ header: { version: 1, id, createdAt: 0 }, seed: [] }))), ex)
+      assertError(yield* Effect.flip(Effect.scoped(SessionLive.create({ id }))), ex)
+      assertError(yield* Effect.flip(Effect.scoped(SessionLive.fromSeed({ header: { version: 1, id, createdAt: 0 }, seed: [] }))), ex)
       assert.strictEqual(yield* storedText(id), before)
       assert.deepStrictEqual(yield* listedIds, [])
     })))
@@ -264,14 +265,14 @@ describe("J13, J14 store registration", () => {
       const store = yield* SessionStore
       const id = uid("h")
       yield* Effect.scoped(Effect.gen(function*() {
-        const s = yield* Session.create({ id })
+        const s = yield* SessionLive.create({ id })
         yield* s.appendUnknown(...todo)
       }))
       const before = yield* storedText(id)
       const ex = { _tag: "SessionExists", rule: "J14", sessionId: id }
       assertError(yield* Effect.flip(store.create({ version: 1, id, createdAt: 0 })), ex)
-      assertError(yield* Effect.flip(Effect.scoped(Session.create({ id }))), ex)
-      assertError(yield* Effect.flip(Effect.scoped(Session.fromSeed({ header: { version: 1, id, createdAt: 0 }, seed: [] }))), ex)
+      assertError(yield* Effect.flip(Effect.scoped(SessionLive.create({ id }))), ex)
+      assertError(yield* Effect.flip(Effect.scoped(SessionLive.fromSeed({ header: { version: 1, id, createdAt: 0 }, seed: [] }))), ex)
       assert.strictEqual(yield* storedText(id), before)
       assert.deepStrictEqual(yield* listedIds, [id])
     })))

@@ -8,6 +8,7 @@ import * as Effect from "effect/Effect"
 import { InvariantViolation } from "../../src/schema/Errors.js"
 import type { Event } from "../../src/schema/Events.js"
 import * as Session from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
 import { foldSurface } from "../../src/services/SurfaceManager.js"
 import {
@@ -406,7 +407,7 @@ describe("F replace range", () => {
               : Effect.void,
           apply: () => {}
         })
-      const s = yield* Session.create({ id: uid(), validators: [veto] })
+      const s = yield* SessionLive.create({ id: uid(), validators: [veto] })
       yield* s.appendUnknown(...user("a"))
       yield* s.appendUnknown(...user("b"))
       yield* rejectsAtAppend(s, userReplace("x", 0, 1, [0, 1]), { _tag: "InvariantViolation", rule: "V99", seq: 2 })

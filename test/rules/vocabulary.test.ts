@@ -1,6 +1,6 @@
 /**
  * SPEC §8.4 / §3.4 K7, K8, K9 (vocabulary): unknown types are accepted at append (K9) and
- * refused on the next cold read (`Session.open`, `Session.inspect`) unless `ignorable: true`
+ * refused on the next cold read (`SessionLive.open`, `SessionLive.inspect`) unless `ignorable: true`
  * (K7), in which case they load and are preserved (K8).
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -8,6 +8,7 @@ import * as Effect from "effect/Effect"
 import { encodeEvent } from "../../src/schema/EventCodec.js"
 import { type Event, KNOWN_EVENT_TYPES } from "../../src/schema/Events.js"
 import * as Session from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
 import {
   assertError,
@@ -38,7 +39,7 @@ const unknown = (rule: string, seq: number, eventType: string) => ({ _tag: "Unkn
 
 describe("K7 unknown required types refuse the cold read", () => {
   for (const type of ["title/set", "approval/request", "prompt/blocked", "plugin/x"]) {
-    it.scoped(`K7 Session.open and Session.inspect refuse ${type} without ignorable, naming type and seq; nothing written`, () =>
+    it.scoped(`K7 SessionLive.open and SessionLive.inspect refuse ${type} without ignorable, naming type and seq; nothing written`, () =>
       withStore(Effect.gen(function*() {
         const id = yield* storedWith([
           { type: "plugin/ok", seq: 2, time: 0, data: null, ignorable: true },
@@ -46,11 +47,11 @@ describe("K7 unknown required types refuse the cold read", () => {
           { type: "other/unknown", seq: 4, time: 0, data: {} }
         ])
         const before = yield* storedText(id)
-        const e = yield* Effect.flip(Effect.scoped(Session.open(id)))
+        const e = yield* Effect.flip(Effect.scoped(SessionLive.open(id)))
         assertError(e, unknown("K7", 3, type))
         assert.include(e.message, type)
         assert.include(e.message, "seq 3")
-        assertError(yield* Effect.flip(Session.inspect(id)), unknown("K7", 3, type))
+        assertError(yield* Effect.flip(SessionLive.inspect(id)), unknown("K7", 3, type))
         assert.strictEqual(yield* storedText(id), before)
       })))
   }
@@ -82,19 +83,19 @@ describe("K7 unknown required types refuse the cold read", () => {
 })
 
 describe("K8 unknown types with ignorable: true load and are preserved", () => {
-  it.scoped("K8 Session.open and Session.inspect accept and preserve them (data may be null)", () =>
+  it.scoped("K8 SessionLive.open and SessionLive.inspect accept and preserve them (data may be null)", () =>
     withStore(Effect.gen(function*() {
       const extra = [
         { type: "title/set", seq: 2, time: 7, data: { title: "hello" }, ignorable: true },
         { type: "plugin/ping", seq: 3, time: 8, data: null, ignorable: true }
       ]
       const id = yield* storedWith(extra)
-      const inspected = yield* Session.inspect(id)
+      const inspected = yield* SessionLive.inspect(id)
       assert.deepStrictEqual(inspected.events.slice(2).map(encodeEvent), [
         `{"type":"title/set","seq":2,"time":7,"data":{"title":"hello"},"ignorable":true}`,
         `{"type":"plugin/ping","seq":3,"time":8,"data":null,"ignorable":true}`
       ])
-      const s = yield* Session.open(id)
+      const s = yield* SessionLive.open(id)
       const events = yield* s.events
       assert.deepStrictEqual(events.slice(2, 4).map(encodeEvent), inspected.events.slice(2).map(encodeEvent))
       assert.strictEqual(events[4].type, "session/end-seed")
@@ -122,7 +123,7 @@ describe("K9 unknown types are accepted at append", () => {
         const loaded = yield* (yield* SessionStore).load(id)
         assert.strictEqual(encodeEvent(loaded.events[2] as Event), encodeEvent(e))
       }))
-      assertError(yield* Effect.flip(Effect.scoped(Session.open(id))), unknown("K7", 2, "title/set"))
+      assertError(yield* Effect.flip(Effect.scoped(SessionLive.open(id))), unknown("K7", 2, "title/set"))
     })))
 
   it.scoped("K9 an unknown type appended with ignorable: true survives reopening", () =>
@@ -132,7 +133,7 @@ describe("K9 unknown types are accepted at append", () => {
         const s = yield* sessionWith(prefix, id)
         yield* s.appendUnknown("title/set", { title: "t" }, { ignorable: true })
       }))
-      const s = yield* Session.open(id)
+      const s = yield* SessionLive.open(id)
       const events = yield* s.events
       assert.strictEqual(encodeEvent(events[2]), `{"type":"title/set","seq":2,"time":0,"data":{"title":"t"},"ignorable":true}`)
     })))

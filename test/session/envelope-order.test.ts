@@ -12,6 +12,7 @@ import { layerMemoryStore } from "../../src/layers/MemoryStore.js"
 import { encodeEvent, isOrderedEnvelope } from "../../src/schema/EventCodec.js"
 import { encodeSessionId } from "../../src/schema/SessionIdEncoding.js"
 import * as Session from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
 import { anyValidLog } from "../arbitraries.js"
 
@@ -46,7 +47,7 @@ describe("§1.1 key order of held events", () => {
     ([log]) =>
       Effect.gen(function*() {
         const seed = log.events.map((e) => reversed(e))
-        const s = yield* Session.fromSeed({ header: { version: 1, id: "s", createdAt: 0 }, seed })
+        const s = yield* SessionLive.fromSeed({ header: { version: 1, id: "s", createdAt: 0 }, seed })
         const events = yield* s.events
         // the seed, then possibly the end-seed marker (SPEC §2.4)
         assert.deepStrictEqual(events.slice(0, log.events.length).map((e) => e.seq), log.events.map((e) => e.seq))
@@ -70,7 +71,7 @@ describe("§1.1 key order of held events", () => {
       ]
       yield* fs.writeFileString(`${root}/${encodeSessionId("s")}.jsonl`, lines.join("\n") + "\n")
       const store = yield* makeJsonlStore({ root })
-      const s = yield* Session.open("s").pipe(Effect.provideService(SessionStore, store))
+      const s = yield* SessionLive.open("s").pipe(Effect.provideService(SessionStore, store))
       const events = yield* s.events
       assert.isAtLeast(events.length, log.events.length)
       for (const e of events) assert.isTrue(inOrder(e), Object.keys(e).join(","))

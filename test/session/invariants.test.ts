@@ -4,6 +4,7 @@ import * as Layer from "effect/Layer"
 import * as InvariantsLive from "../../src/layers/InvariantsLive.js"
 import { layerMemoryStore } from "../../src/layers/MemoryStore.js"
 import * as Session from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
 
 type Spec = readonly [type: string, data: unknown, options?: Record<string, unknown>]
@@ -130,7 +131,7 @@ describe("optional invariants (SPEC 11.4)", () => {
     it.scoped(`${rule} vetoes before commit and leaves nothing behind (case ${i})`, () =>
       Effect.gen(function*() {
         const id = `inv-${i}`
-        const s = yield* Session.create({ id })
+        const s = yield* SessionLive.create({ id })
         yield* appendAll(s, prefix)
         const before = (yield* s.events).length
         const err = yield* Effect.flip(s.appendUnknown(candidate[0], candidate[1], candidate[2]))
@@ -146,14 +147,14 @@ describe("optional invariants (SPEC 11.4)", () => {
       Effect.gen(function*() {
         // build the seed through a session without invariants
         const raw = yield* Effect.gen(function*() {
-          const s = yield* Session.create({ id: `raw-${i}` })
+          const s = yield* SessionLive.create({ id: `raw-${i}` })
           yield* appendAll(s, [...prefix, candidate])
           return yield* s.events
         }).pipe(Effect.provide(layerMemoryStore()))
         const header = { version: 1, id: `seed-${i}`, createdAt: 0 }
-        const accepted = yield* Session.fromSeed({ header, seed: raw }).pipe(Effect.provide(layerMemoryStore()))
+        const accepted = yield* SessionLive.fromSeed({ header, seed: raw }).pipe(Effect.provide(layerMemoryStore()))
         assert.strictEqual((yield* accepted.events).length, raw.length + 1)
-        const err = yield* Effect.flip(Session.fromSeed({ header, seed: raw }).pipe(Effect.provide(withInvariants)))
+        const err = yield* Effect.flip(SessionLive.fromSeed({ header, seed: raw }).pipe(Effect.provide(withInvariants)))
         assert.strictEqual(err._tag, "InvariantViolation")
         assert.strictEqual((err as { rule: string }).rule, rule)
       }))
@@ -161,7 +162,7 @@ describe("optional invariants (SPEC 11.4)", () => {
 
   it.scoped("a well-formed agent turn with tool calls, a compaction and a prune passes every rule", () =>
     Effect.gen(function*() {
-      const s = yield* Session.create({ id: "inv-ok" })
+      const s = yield* SessionLive.create({ id: "inv-ok" })
       yield* appendAll(s, [
         start(1),
         stepStart(1, 1),
@@ -193,11 +194,11 @@ describe("optional invariants (SPEC 11.4)", () => {
   it.scoped("V21: an end-seed marker clears a bracket inherited from a dead lifecycle", () =>
     Effect.gen(function*() {
       const seed = yield* Effect.gen(function*() {
-        const s = yield* Session.create({ id: "v21-src" })
+        const s = yield* SessionLive.create({ id: "v21-src" })
         yield* appendAll(s, [cstart("k", null)])
         return yield* s.events
       }).pipe(Effect.provide(layerMemoryStore()))
-      const s = yield* Session.fromSeed({ header: { version: 1, id: "v21", createdAt: 0 }, seed })
+      const s = yield* SessionLive.fromSeed({ header: { version: 1, id: "v21", createdAt: 0 }, seed })
       // the bracket was inherited and is dead: a new turn may start
       yield* s.append("turn/start", { turn: 1 })
       assert.strictEqual((yield* s.events).length, 3)

@@ -8,6 +8,7 @@ import * as TestClock from "effect/TestClock"
 import { StoreFailure } from "../../src/schema/Errors.js"
 import { makeMemoryStore } from "../../src/layers/MemoryStore.js"
 import * as Session from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { SessionStore, type SessionStoreShape } from "../../src/services/SessionStore.js"
 
 /** A real memory store whose appends can be made to fail (fault injection), recording each batch. */
@@ -38,7 +39,7 @@ describe("batched persistence (SPEC 7.3)", () => {
   it.scoped("a fixed 200 ms window, not reset by later events, writes the pending prefix as one batch", () =>
     Effect.gen(function*() {
       const { control, store } = yield* faultyStore
-      const s = yield* Session.create({ id: "b1", persistence: { mode: "batched" } }).pipe(
+      const s = yield* SessionLive.create({ id: "b1", persistence: { mode: "batched" } }).pipe(
         Effect.provideService(SessionStore, store)
       )
       yield* s.append("todo/write", todo(0))
@@ -54,7 +55,7 @@ describe("batched persistence (SPEC 7.3)", () => {
   it.scoped("flush drains everything, a failed batch is kept in order and retried, close flushes", () =>
     Effect.gen(function*() {
       const { control, store } = yield* faultyStore
-      const s = yield* Session.create({ id: "b2", persistence: { mode: "batched", windowMs: 1000 } }).pipe(
+      const s = yield* SessionLive.create({ id: "b2", persistence: { mode: "batched", windowMs: 1000 } }).pipe(
         Effect.provideService(SessionStore, store)
       )
       yield* s.append("todo/write", todo(0))
@@ -83,7 +84,7 @@ describe("batched persistence (SPEC 7.3)", () => {
   it.scoped("a background write failure pauses retry until the next enqueue re-arms the timer", () =>
     Effect.gen(function*() {
       const { control, store } = yield* faultyStore
-      const s = yield* Session.create({ id: "b3", persistence: { mode: "batched" } }).pipe(
+      const s = yield* SessionLive.create({ id: "b3", persistence: { mode: "batched" } }).pipe(
         Effect.provideService(SessionStore, store)
       )
       control.failing = true
@@ -100,10 +101,10 @@ describe("batched persistence (SPEC 7.3)", () => {
   it.scoped("N11: an AppendConflict fails a batched handle; its pending events are never written", () =>
     Effect.gen(function*() {
       const store = yield* SessionStore
-      const a = yield* Session.create({ id: "b4", persistence: { mode: "batched" } })
+      const a = yield* SessionLive.create({ id: "b4", persistence: { mode: "batched" } })
       yield* a.append("todo/write", todo(0))
       yield* a.flush
-      const b = yield* Session.open("b4")
+      const b = yield* SessionLive.open("b4")
       yield* b.append("todo/write", todo(1)) // b writes seq 1 and 2 (open wrote the end-seed at 1)
       yield* a.append("todo/write", todo(9))
       const err = yield* Effect.flip(a.flush)
@@ -124,7 +125,7 @@ describe("durable persistence", () => {
   it.scoped("F8/S7: a failed store append leaves the in-memory session unchanged and the next append reuses the seq", () =>
     Effect.gen(function*() {
       const { control, store } = yield* faultyStore
-      const s = yield* Session.create({ id: "d1" }).pipe(Effect.provideService(SessionStore, store))
+      const s = yield* SessionLive.create({ id: "d1" }).pipe(Effect.provideService(SessionStore, store))
       yield* s.append("turn/start", { turn: 1 })
       control.failing = true
       const err = yield* Effect.flip(
@@ -148,7 +149,7 @@ describe("durable persistence", () => {
 describe("feed and exclusive sections (SPEC 11.2)", () => {
   it.scoped("the feed publishes committed live events in order, never the seed or its end-seed marker", () =>
     Effect.gen(function*() {
-      const s = yield* Session.fromSeed({
+      const s = yield* SessionLive.fromSeed({
         header: { version: 1, id: "f1", createdAt: 0 },
         seed: [{ type: "turn/start", seq: 0, time: 0, data: { turn: 1 } }]
       })
@@ -165,7 +166,7 @@ describe("feed and exclusive sections (SPEC 11.2)", () => {
 
   it.scoped("changes(fromSeq) replays the log then follows commits without gap or duplicate", () =>
     Effect.gen(function*() {
-      const s = yield* Session.create({ id: "f2" })
+      const s = yield* SessionLive.create({ id: "f2" })
       yield* s.append("todo/write", todo(0))
       yield* s.append("todo/write", todo(1))
       const writer = yield* Effect.forEach([2, 3, 4, 5], (n) => s.append("todo/write", todo(n)), { discard: true }).pipe(
@@ -178,7 +179,7 @@ describe("feed and exclusive sections (SPEC 11.2)", () => {
 
   it.scoped("N6: a subscriber that appends is serialised after the published append", () =>
     Effect.gen(function*() {
-      const s = yield* Session.create({ id: "f3" })
+      const s = yield* SessionLive.create({ id: "f3" })
       const feed = yield* s.subscribe
       const reactor = yield* feed.pipe(
         Stream.filter((e) => e.type === "turn/start"),
@@ -194,7 +195,7 @@ describe("feed and exclusive sections (SPEC 11.2)", () => {
 
   it.scoped("exclusive sections are not interleaved by other fibers' appends", () =>
     Effect.gen(function*() {
-      const s = yield* Session.create({ id: "f4" })
+      const s = yield* SessionLive.create({ id: "f4" })
       const section = s.exclusive(Effect.gen(function*() {
         yield* s.append("todo/write", todo(1))
         yield* Effect.sleep("10 millis")
@@ -214,7 +215,7 @@ describe("batched persistence under uninterruptible appends", () => {
   it.scoped("flush returns promptly after an append made in an uninterruptible region", () =>
     Effect.gen(function*() {
       const store = yield* SessionStore
-      const s = yield* Session.create({ id: "u1", persistence: { mode: "batched", windowMs: 1_000_000 } })
+      const s = yield* SessionLive.create({ id: "u1", persistence: { mode: "batched", windowMs: 1_000_000 } })
       yield* Effect.uninterruptible(s.append("turn/start", { turn: 1 }))
       yield* s.flush
       assert.strictEqual((yield* store.load("u1")).events.length, 1)

@@ -25,8 +25,10 @@ import type { Event } from "../../src/schema/Events.js"
 import { encodeJson, type Json } from "../../src/schema/Json.js"
 import { headerRecord, type SessionHeader } from "../../src/schema/SessionHeader.js"
 import * as Session from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { SessionStore, type SessionStoreShape } from "../../src/services/SessionStore.js"
 import { anyValidLog, asEvents } from "../arbitraries.js"
+import * as Seed from "../../src/services/Seed.js"
 
 // ---------------------------------------------------------------------------------------------
 // Backends
@@ -394,7 +396,7 @@ export const storeContract = (
       ({ log, sizes }) =>
         Effect.gen(function*() {
           // the generator builds valid logs: the seed pipeline accepts them
-          yield* Session.validateSeed(log)
+          yield* Seed.validateSeed(log)
           const store = yield* SessionStore
           const reference = yield* makeMemoryStore()
           const id = uniqueIds("fidelity")
@@ -749,8 +751,8 @@ export const storeContract = (
         yield* store.create(headerFor(id))
         const closedTurn = buildLog([{ _tag: "turnStart" }, { _tag: "user", text: "hi" }, { _tag: "turnEnd", kind: "completed" }])
         yield* store.append(id, closedTurn, { expectedSeq: 0 })
-        const a = yield* Session.open(id)
-        const b = yield* Session.open(id)
+        const a = yield* SessionLive.open(id)
+        const b = yield* SessionLive.open(id)
         const length = (yield* a.events).length
         assert.strictEqual((yield* b.events).length, length)
         const [ra, rb] = yield* Effect.all([
@@ -785,7 +787,7 @@ export const storeContract = (
 
     it.scoped("F8 a rejected Session append leaves the store unchanged; the next one takes its seq", () =>
       Effect.gen(function*() {
-        const s = yield* Session.create({ id: uniqueIds("f8") })
+        const s = yield* SessionLive.create({ id: uniqueIds("f8") })
         yield* s.append("turn/start", { turn: 1 })
         yield* s.append("user/message", {
           id: "u1",
@@ -814,7 +816,7 @@ export const storeContract = (
       Effect.gen(function*() {
         const id = uniqueIds("resume")
         const written = yield* Effect.scoped(Effect.gen(function*() {
-          const s = yield* Session.create({ id, header: { cwd: "/tmp/x" } })
+          const s = yield* SessionLive.create({ id, header: { cwd: "/tmp/x" } })
           yield* s.append("turn/start", { turn: 1 })
           yield* s.append("user/message", {
             id: "u1",
@@ -825,10 +827,10 @@ export const storeContract = (
           yield* s.append("turn/end", { turn: 1, reason: { kind: "completed" } })
           return (yield* s.events).map(encodeEvent)
         }))
-        const inspected = yield* Session.inspect(id)
+        const inspected = yield* SessionLive.inspect(id)
         assert.deepStrictEqual(inspected.events.map(encodeEvent), written)
         assert.deepStrictEqual(inspected.closers, [])
-        const reopened = yield* Session.open(id)
+        const reopened = yield* SessionLive.open(id)
         const events = yield* reopened.events
         assert.deepStrictEqual(events.slice(0, written.length).map(encodeEvent), written)
         assert.strictEqual(events[written.length]?.type, "session/end-seed")
@@ -1167,7 +1169,7 @@ const describeDurable = (durable: DurableBackend) => {
             for (let i = 1; i < all.length; i++) {
               assert.deepStrictEqual(all[i].slice(0, all[i - 1].length), all[i - 1], `read ${i} is not an extension`)
             }
-            const inspected = yield* Session.inspect(id)
+            const inspected = yield* SessionLive.inspect(id)
             assert.strictEqual(inspected.events.length, 1 + 2 * count)
             assert.deepStrictEqual(inspected.closers, [])
           })

@@ -1,54 +1,40 @@
 /**
- * Fork (SPEC §11.1, M1–M10): a new child session seeded with a prefix of a source session (an
- * open handle or a stored id) that ends at a closed-turn boundary. The checks run in the order of
- * §11.1 and nothing is registered or written before all of them passed (M10).
+ * Fork planning (SPEC §11.1, M1–M9): the child header and seed for a fork of a source session (an
+ * open handle or a stored id) at a closed-turn boundary. The checks run in the order of §11.1 and
+ * read only; `SessionLive.fork` then writes the child in one first append (M10).
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import type * as Scope from "effect/Scope"
-import {
-  AppendConflict,
-  ForkRejected,
-  LegacyFormRefused,
-  SessionExists,
-  SessionNotFound,
-  StoreCorrupt,
-  type StoreFailure
-} from "../schema/Errors.js"
+import { AppendConflict, ForkRejected, SessionNotFound, type StoreFailure } from "../schema/Errors.js"
 import { SESSION_FORMAT_VERSION } from "../schema/Format.js"
 import type { SessionHeader } from "../schema/SessionHeader.js"
-import type { SessionShape } from "../services/Session.js"
-import { nextId } from "../services/IdGenerator.js"
-import { type ReadError, readPipeline, SessionStore } from "../services/SessionStore.js"
-import {
-  fromSeed,
-  type FromSeedError,
-  type FromSeedOptions,
-  type SeedError,
-  validateSeed
-} from "../layers/SessionLive.js"
-import type { FlushError } from "../services/Session.js"
+import { nextId } from "./IdGenerator.js"
+import { type SeedError, validateSeed, wrapL9 } from "./Seed.js"
+import type { FlushError, SessionShape } from "./Session.js"
+import { type ReadError, readPipeline, SessionStore } from "./SessionStore.js"
 
-/** Options of `fork`. */
-export interface ForkOptions extends Omit<FromSeedOptions, "header" | "seed"> {
+/** Where to fork and what to call the child. */
+export interface ForkPoint {
   /** Seq of the last inherited event (default: the source's last event). */
   readonly at?: number
   /** Id of the child (default: a generated one). */
   readonly childId?: string
 }
 
-/** Errors of `fork`. */
-export type ForkError =
-  | ForkRejected
-  | Exclude<FromSeedError, SessionExists>
-  | ReadError
-  | FlushError
-  | StoreFailure
+/** Errors of planning a fork. */
+export type PlanError = ForkRejected | ReadError | FlushError | SeedError | StoreFailure
+
+/** A planned fork: the child's header (not yet validated) and seed. */
+export interface ForkPlan {
+  readonly header: Record<string, unknown>
+  readonly seed: ReadonlyArray<unknown>
+}
 
 type Rec = Record<string, unknown>
 const isRecord = (v: unknown): v is Rec => typeof v === "object" && v !== null && !Array.isArray(v)
 
-const reject = (rule: string, code: ForkRejected["code"], detail: string) => new ForkRejected({ rule, code, detail })
+/** A `ForkRejected` with its rule and code. */
+export const reject = (rule: string, code: ForkRejected["code"], detail: string) => new ForkRejected({ rule, code, detail })
 
 /** M1: is `id` registered in, or stored by, the current store? (Only a missing id is free.) */
 const childExists = (id: string): Effect.Effect<boolean, StoreFailure, SessionStore> =>
@@ -161,27 +147,17 @@ const seedLength = (events: ReadonlyArray<unknown>, at: unknown): ForkRejected |
   return boundary + 1
 }
 
-/** L9: a stored event that fails validation is corruption (K10 stays unwrapped). */
-const wrapStored = (id: string) => (e: SeedError): StoreCorrupt | LegacyFormRefused =>
-  e instanceof LegacyFormRefused ? e : new StoreCorrupt({
-    rule: "L9",
-    ...(e.seq === undefined ? {} : { seq: e.seq }),
-    location: `session ${id}`,
-    detail: `stored event failed validation: ${e.message}`,
-    cause: e
-  })
-
 /**
- * Fork `source` at `options.at` (SPEC §11.1): the child's header records `parentSession`,
- * `seedLength` and the source's `cwd`; its log is the seed plus its own end-seed marker, written
- * by one atomic first append. Returns a scoped handle on the child.
+ * Plan a fork of `source` at `point.at` (SPEC §11.1 M1–M9): the child's header records
+ * `parentSession`, `seedLength` and the source's `cwd`; its seed is the source's prefix up to the
+ * boundary (a cold read's prefix validated as stored events, L9). Reads only.
  */
-export const fork = (
+export const planFork = (
   source: SessionShape | string,
-  options: ForkOptions = {}
-): Effect.Effect<SessionShape, ForkError, SessionStore | Scope.Scope> =>
+  point: ForkPoint = {}
+): Effect.Effect<ForkPlan, PlanError, SessionStore> =>
   Effect.gen(function*() {
-    const { at, childId, ...rest } = options
+    const { at, childId } = point
     // M1, before anything else
     if (childId !== undefined && (yield* childExists(childId))) {
       return yield* reject("M1", "SESSION_ALREADY_EXISTS", `a session "${childId}" is already registered or stored`)
@@ -191,7 +167,7 @@ export const fork = (
     if (typeof length !== "number") return yield* length
     const seed = src.events.slice(0, length)
     if (src.coldRead) {
-      yield* validateSeed(seed, { coldRead: true }).pipe(Effect.mapError(wrapStored(src.header.id)))
+      yield* validateSeed(seed, { coldRead: true }).pipe(Effect.mapError(wrapL9(src.header.id)))
     }
     const id = childId ?? (yield* nextId)
     const header: Rec = {
@@ -202,12 +178,5 @@ export const fork = (
       parentSession: src.header.id,
       seedLength: length
     }
-    // SessionStore.create and one first append; a concurrent creation of the id is M1
-    return yield* fromSeed({ ...rest, header, seed }).pipe(
-      Effect.mapError((e) =>
-        e instanceof SessionExists
-          ? reject("M1", "SESSION_ALREADY_EXISTS", `a session "${id}" was created concurrently`)
-          : e
-      )
-    )
-  }).pipe(Effect.withSpan("Session.fork"))
+    return { header, seed }
+  })

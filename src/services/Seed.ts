@@ -1,0 +1,150 @@
+/**
+ * The seed pipeline (SPEC §3.2) and the end-seed marker (§2.4): an event array validated as the
+ * initial log of a session, as the stored events of a cold read (failures are L9), or as a
+ * continuation of a validated log; the pre-commit validators of a session instantiated.
+ */
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import {
+  InvalidEnvelope,
+  type InvariantViolation,
+  LegacyFormRefused,
+  NotLosslessJson,
+  SeqNotContiguous,
+  StoreCorrupt,
+  type ValidationError
+} from "../schema/Errors.js"
+import { isOrderedEnvelope, markTrusted, orderEnvelope } from "../schema/EventCodec.js"
+import type { Event } from "../schema/Events.js"
+import { deepFreeze, walkJson } from "../schema/Json.js"
+import type { SessionHeader } from "../schema/SessionHeader.js"
+import { checkEnvelope, checkLegacy, checkRecordKind, checkTypeShape } from "../schema/Validation.js"
+import { Invariants } from "./Invariants.js"
+import type { PreCommitValidator, ValidatorFactory } from "./Session.js"
+import { isPlan, SurfaceTracker } from "./SurfaceManager.js"
+
+/** Errors of seed validation. */
+export type SeedError = ValidationError | InvariantViolation
+
+type Rec = Record<string, unknown>
+const isRecord = (v: unknown): v is Rec => typeof v === "object" && v !== null && !Array.isArray(v)
+
+const lossless = (rule: string, seq: number, path: string, detail: string) =>
+  new NotLosslessJson({ rule, seq, path, detail })
+
+/**
+ * The seed pipeline (SPEC §3.2) for every record, in order: kind and walk (skipped for records
+ * of a cold read, already walked), envelope, legacy guard, shapes, `seq === i`, surface plan and
+ * apply, pre-commit validators. Returns the frozen events (keys in §1.1 order) and their tracker.
+ */
+export const validateSeed = (
+  seed: unknown,
+  options: {
+    readonly coldRead?: boolean
+    readonly validators?: ReadonlyArray<PreCommitValidator>
+    /** Continue a log already validated by this pipeline (the seed's indices follow it). */
+    readonly continueFrom?: { readonly events: Array<Event>; readonly tracker: SurfaceTracker }
+  } = {}
+): Effect.Effect<{ readonly events: Array<Event>; readonly tracker: SurfaceTracker }, SeedError> =>
+  Effect.gen(function*() {
+    if (!Array.isArray(seed)) {
+      return yield* new InvalidEnvelope({ rule: "B1", field: "", detail: "a seed must be an array of event records" })
+    }
+    const validators = options.validators ?? []
+    const events: Array<Event> = options.continueFrom?.events ?? []
+    const tracker = options.continueFrom?.tracker ?? new SurfaceTracker(events)
+    const base = events.length
+    const length = seed.length
+    for (let k = 0; k < length; k++) {
+      const i = base + k
+      const raw: unknown = seed[k]
+      let record: Rec
+      if (options.coldRead === true && isRecord(raw)) {
+        record = raw
+      } else {
+        const kind = checkRecordKind(raw, i)
+        if (kind !== undefined) return yield* kind
+        const walked = walkJson(raw)
+        if (walked._tag === "Fail") return yield* lossless(walked.rule, i, walked.path, walked.detail)
+        record = walked.value as Rec
+      }
+      const env = checkEnvelope(record, i)
+      if (env !== undefined) return yield* env
+      const type = record.type as string
+      const legacy = checkLegacy(type, record.data, i)
+      if (legacy !== undefined) return yield* legacy
+      const shape = checkTypeShape(type, record.data, i)
+      if (shape !== undefined) return yield* shape
+      if (record.seq !== i) {
+        return yield* new SeqNotContiguous({
+          rule: "C1",
+          seq: i,
+          expected: i,
+          actual: record.seq,
+          detail: `seed record ${i} has seq ${String(record.seq)}`
+        })
+      }
+      // records of a cold read are usually frozen and in §1.1 order already: no copy then
+      // (deepFreeze stops at a frozen record too, so both branches freeze the same)
+      const ordered = isOrderedEnvelope(record) ? record as unknown as Event : orderEnvelope(deepFreeze(record))
+      // a cold read's events are not registered as trusted: a WeakSet entry per stored event
+      // costs a resume more (insertion plus GC work) than the few later store writes of those
+      // events (a v0 upgrade's replaceLog) save by skipping their walk
+      const event = options.coldRead === true ? ordered : markTrusted(ordered)
+      const plan = tracker.plan(event, i)
+      if (!isPlan(plan)) return yield* plan
+      for (const v of validators) yield* v.check(event, { logLength: i })
+      events.push(event)
+      tracker.catchUp()
+      for (const v of validators) v.apply(event)
+    }
+    return { events, tracker }
+  })
+
+/** L9: a validation failure of stored events is corruption wrapping its cause (K10 stays unwrapped). */
+export const wrapL9 = (sessionId: string) => <E extends SeedError>(e: E): StoreCorrupt | LegacyFormRefused => {
+  if (e instanceof LegacyFormRefused) return e
+  return new StoreCorrupt({
+    rule: "L9",
+    ...(e.seq === undefined ? {} : { seq: e.seq }),
+    location: `session ${sessionId}`,
+    detail: `stored event failed validation: ${e.message}`,
+    cause: e
+  })
+}
+
+/** The session's pre-commit validators: the `Invariants` layer's first (when provided), then `extra`. */
+export const instantiateValidators = (
+  header: SessionHeader,
+  extra: ReadonlyArray<ValidatorFactory> | undefined
+): Effect.Effect<Array<PreCommitValidator>> =>
+  Effect.gen(function*() {
+    const out: Array<PreCommitValidator> = []
+    const inv = yield* Effect.serviceOption(Invariants)
+    if (Option.isSome(inv)) out.push(yield* inv.value(header))
+    for (const f of extra ?? []) out.push(yield* f(header))
+    return out
+  })
+
+/** The `session/end-seed` marker at `seq` (SPEC §2.4). */
+export const endSeedMarker = (seq: number, time: number): Event =>
+  markTrusted(Object.freeze({ type: "session/end-seed", seq, time, data: Object.freeze({}) }) as Event)
+
+/** Construct over validated events: add the end-seed marker when required (SPEC §2.4). */
+export const withEndSeed = (
+  events: Array<Event>,
+  tracker: SurfaceTracker,
+  validators: ReadonlyArray<PreCommitValidator>
+): Effect.Effect<Array<Event>, InvariantViolation> =>
+  Effect.gen(function*() {
+    const last = events[events.length - 1]
+    if (last !== undefined && last.type === "session/end-seed") return []
+    const marker = endSeedMarker(events.length, yield* Clock.currentTimeMillis)
+    for (const v of validators) yield* v.check(marker, { logLength: events.length })
+    events.push(marker)
+    tracker.catchUp()
+    for (const v of validators) v.apply(marker)
+    return [marker]
+  })
+
