@@ -281,10 +281,11 @@ describe.concurrent("session-log on stores", () => {
     assert.strictEqual(r.lastRequest.header.config.model, "demo-model")
     const store = path.join(demoDir, ".demo", "demo.db")
     assert.deepStrictEqual(json(await cli(["verify", "--json", "--store", store, "--session", "demo-session"], demoDir)).ok, true)
-    // it runs again cleanly
+    // it runs again cleanly, adding a session of its own
     const again = await cli(["demo", "--json"], demoDir)
     assert.strictEqual(again.code, 0, again.stderr)
     assert.deepStrictEqual(json(again).events, r.events)
+    assert.strictEqual(json(again).sessionId, "demo-session-2")
 
     const turnEnds = json(await cli(["show", "--json", "--store", store, "--session", "demo-session"], demoDir))
       .filter((e: any) => e.type === "turn/end").map((e: any) => e.seq)
@@ -304,7 +305,7 @@ describe.concurrent("session-log on stores", () => {
     const pruned = await cli(["prune", "--json", "--store", store, "--session", "demo-session", "--threshold", "100", "--head", "20", "--tail", "20"], demoDir)
     assert.strictEqual(pruned.code, 0, pruned.stderr)
     const migrated = await cli(["migrate", "--json", "--store", store], demoDir)
-    assert.deepStrictEqual(json(migrated).map((m: any) => m.status), ["current", "current"])
+    assert.deepStrictEqual(json(migrated).map((m: any) => m.status), ["current", "current", "current"])
   })
 
   it("people's output of every reading command: a table or a sentence on stdout, exit 0, nothing on stdout parses as JSON", async () => {

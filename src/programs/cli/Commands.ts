@@ -8,27 +8,33 @@ import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as PlatformCommand from "@effect/platform/Command"
 import type * as CommandExecutor from "@effect/platform/CommandExecutor"
+import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
-import { SessionNotFound } from "../../schema/Errors.js"
+import { OutputExists, SessionExists, SessionNotFound, StoreFailure } from "../../schema/Errors.js"
 import type { Event } from "../../schema/Events.js"
 import type { Message } from "../../schema/Messages.js"
 import { encodeSessionId } from "../../schema/SessionIdEncoding.js"
 import { readJsonlFile, toJsonlText } from "../../layers/JsonlStore.js"
+import { makeMemoryStore } from "../../layers/MemoryStore.js"
 import { layerSummarizerDeterministic } from "../../layers/SummarizerLive.js"
-import { type InspectResult, inspectLoaded, requestAtLog, validateSeed } from "../../layers/SessionLive.js"
+import * as SessionLive from "../../layers/SessionLive.js"
+import { requestAtLog } from "../../services/RequestAt.js"
+import { type InspectResult, inspectLoaded } from "../../services/Resume.js"
+import { validateSeed } from "../../services/Seed.js"
 import * as Session from "../../services/Session.js"
-import { readPipeline, SessionStore } from "../../services/SessionStore.js"
+import { readPipeline, SessionStore, type SessionStoreShape } from "../../services/SessionStore.js"
 import { foldSurface } from "../../services/SurfaceManager.js"
-import * as Demo from "../Demo.js"
+import * as Demo from "./Demo.js"
 import * as Compact from "../Compact.js"
 import * as Migrate from "../Migrate.js"
 import * as PruneToolResults from "../PruneToolResults.js"
 import { verifyLoaded, type VerifyReport, verifySession } from "../Verify.js"
+import { importItems, readImportFiles } from "./ImportFiles.js"
 import {
   bold,
   clip,
@@ -351,8 +357,12 @@ const repairCommand = Command.make("repair", { json, store, session, file, dryRu
       const { id, spec } = yield* storeOfSource(src)
       const { store: s } = yield* openStore(spec, { mustExist: true })
       if (s === undefined) return yield* new SessionNotFound({ rule: "L11", sessionId: id, detail: "no such store" })
-      const before = (yield* s.load(id)).events.length
-      const handle = yield* Session.open(id).pipe(Effect.provideService(SessionStore, s))
+      const loaded = yield* s.load(id)
+      // nothing to repair writes nothing (no end-seed marker either)
+      const view = yield* inspectLoaded(loaded)
+      if (view.closers.length === 0 && view.tornTail === undefined) return []
+      const before = loaded.events.length
+      const handle = yield* SessionLive.open(id).pipe(Effect.provideService(SessionStore, s))
       const events = yield* handle.events
       return events.slice(before).filter((e) => e.type !== "session/end-seed")
     }),
@@ -370,11 +380,52 @@ const repairCommand = Command.make("repair", { json, store, session, file, dryRu
 
 const out = Options.text("out").pipe(Options.optional, Options.withDescription("output file (or directory for a store)"))
 
-const exportCommand = Command.make("export", { json, store, session, file, out }, (o) =>
+const force = Options.boolean("force").pipe(Options.withDescription("overwrite existing output files"))
+
+const isAlreadyExists = (e: PlatformError): boolean => e._tag === "SystemError" && e.reason === "AlreadyExists"
+
+/**
+ * Write export files. Existing files are refused unless `force` (`OutputExists`, nothing written);
+ * when a write fails, the files and the directory this run created are removed again.
+ */
+const writeOutputs = (
+  dir: string | undefined,
+  targets: ReadonlyArray<{ readonly path: string; readonly text: string }>,
+  force: boolean
+) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const exists = (p: string) => fs.exists(p).pipe(Effect.orElseSucceed(() => false))
+    const existing: Array<string> = []
+    for (const t of targets) if (yield* exists(t.path)) existing.push(t.path)
+    if (!force && existing.length > 0) return yield* new OutputExists({ paths: existing })
+    const dirCreated = dir !== undefined && !(yield* exists(dir))
+    const created: Array<string> = []
+    const write = Effect.gen(function*() {
+      if (dir !== undefined) yield* fs.makeDirectory(dir, { recursive: true })
+      for (const t of targets) {
+        const fresh = !existing.includes(t.path)
+        // `wx`: a file that appeared since the check is refused too, never overwritten
+        yield* fs.writeFileString(t.path, t.text, { flag: fresh ? "wx" : "w" }).pipe(
+          Effect.catchIf(isAlreadyExists, () => new OutputExists({ paths: [t.path] }))
+        )
+        if (fresh) created.push(t.path)
+      }
+    })
+    const undo = Effect.gen(function*() {
+      for (const p of created) yield* fs.remove(p)
+      if (dirCreated && dir !== undefined && (yield* fs.readDirectory(dir)).length === 0) yield* fs.remove(dir)
+    }).pipe(Effect.ignore)
+    yield* write.pipe(
+      Effect.tapError(() => undo),
+      Effect.mapError((e) => e._tag === "OutputExists" ? e : new StoreFailure({ method: "export", cause: e }))
+    )
+  })
+
+const exportCommand = Command.make("export", { json, store, session, file, out, force }, (o) =>
   runCommand(
     o.json,
     Effect.gen(function*() {
-      const fs = yield* FileSystem.FileSystem
       const path = yield* Path.Path
       const texts: Array<{ id: string; text: string; events: number }> = []
       if (Option.isNone(o.session) && Option.isNone(o.file)) {
@@ -403,11 +454,14 @@ const exportCommand = Command.make("export", { json, store, session, file, out }
         return { texts, written: false }
       }
       const single = Option.isSome(o.session) || Option.isSome(o.file)
-      if (single) yield* fs.writeFileString(o.out.value, texts[0].text)
-      else {
-        yield* fs.makeDirectory(o.out.value, { recursive: true })
-        for (const t of texts) yield* fs.writeFileString(path.join(o.out.value, `${encodeSessionId(t.id)}.jsonl`), t.text)
-      }
+      const dir = o.out.value
+      yield* writeOutputs(
+        single ? undefined : dir,
+        single
+          ? [{ path: dir, text: texts[0].text }]
+          : texts.map((t) => ({ path: path.join(dir, `${encodeSessionId(t.id)}.jsonl`), text: t.text })),
+        o.force
+      )
       return { texts, written: true }
     }),
     (r) =>
@@ -426,24 +480,46 @@ const importCommand = Command.make("import", { json, store, files }, (o) =>
     Effect.gen(function*() {
       if (o.files.length === 0) return yield* new UsageError({ detail: "give one or more .jsonl files to import" })
       const spec = yield* resolveSpec(o.store)
-      const { store: s } = yield* openStore(spec, { mustExist: false })
-      if (s === undefined) return yield* new UsageError({ detail: `cannot open ${o.store}` })
-      const bar = progress("import", o.files.length)
-      let events = 0
-      let n = 0
-      for (const f of o.files) {
-        const { events: raw, header } = yield* readPipeline(yield* readJsonlFile(f))
-        const valid = yield* validateSeed(raw, { coldRead: true })
-        const created = yield* s.create(header)
-        yield* s.append(created.id, valid.events, { expectedSeq: 0 })
-        events += valid.events.length
-        yield* bar.tick(++n)
-      }
+      // all or nothing: every file is validated before the store is opened (or created)
+      const items = yield* readImportFiles(
+        o.files,
+        (f) => o.json ? Effect.void : Console.error(`${red("rejected")} ${f}: nothing was imported`)
+      )
+      const bar = progress("import", items.length)
+      const counts = yield* importItems(
+        spec,
+        items,
+        (sp) =>
+          Effect.flatMap(openStore(sp, { mustExist: false }), ({ store: s }) =>
+            s === undefined ? fail(new UsageError({ detail: `cannot open ${o.store}` })) : Effect.succeed(s)),
+        bar.tick
+      )
       yield* bar.done
-      return { sessions: n, events }
+      return counts
     }),
     (r) => o.json ? printJson(r) : Console.log(`${green("imported")} ${r.sessions} session(s), ${r.events} events`)
-  )).pipe(Command.withDescription("read JSONL files into a store"))
+  )).pipe(Command.withDescription("read JSONL files into a store (all or nothing)"))
+
+/**
+ * Run `program` on an in-memory copy of a stored session (the log `Session.open` would build:
+ * stored events, repair closers, end-seed marker) and count the events it appends: a command
+ * with nothing to do then writes nothing at all.
+ */
+const trialRun = <E, R>(
+  store: SessionStoreShape,
+  id: string,
+  program: Effect.Effect<unknown, E, Session.Session | R>
+) =>
+  Effect.scoped(Effect.gen(function*() {
+    const view = yield* Effect.flatMap(store.load(id), inspectLoaded)
+    const handle = yield* SessionLive.fromSeed({ header: view.header, seed: view.events }).pipe(
+      Effect.provideServiceEffect(SessionStore, makeMemoryStore())
+    )
+    const before = (yield* handle.events).length
+    yield* program.pipe(Effect.provideService(Session.Session, handle))
+    yield* handle.flush
+    return (yield* handle.events).length - before
+  }))
 
 /** Open a session for a writing command and run `program` on it; returns the events it appended. */
 const onOpenedSession = <E, R>(
@@ -454,7 +530,9 @@ const onOpenedSession = <E, R>(
     const { id, spec } = yield* storeOfSource(src)
     const { store: s } = yield* openStore(spec, { mustExist: true })
     if (s === undefined) return yield* new SessionNotFound({ rule: "L11", sessionId: id, detail: "no such store" })
-    const handle = yield* Session.open(id).pipe(Effect.provideService(SessionStore, s))
+    // nothing to do (or a rejection) writes nothing: not even the closers and end-seed of an open
+    if ((yield* trialRun(s, id, program)) === 0) return []
+    const handle = yield* SessionLive.open(id).pipe(Effect.provideService(SessionStore, s))
     const before = (yield* handle.events).length
     yield* program.pipe(Effect.provideService(Session.Session, handle))
     yield* handle.flush
@@ -518,7 +596,7 @@ const forkCommand = Command.make("fork", { json, store, session, file, at, child
       const { id, spec } = yield* storeOfSource(src)
       const { store: s } = yield* openStore(spec, { mustExist: true })
       if (s === undefined) return yield* new SessionNotFound({ rule: "L11", sessionId: id, detail: "no such store" })
-      const handle = yield* Session.fork(id, {
+      const handle = yield* SessionLive.fork(id, {
         ...(Option.isSome(o.at) ? { at: o.at.value } : {}),
         ...(Option.isSome(o.child) ? { childId: o.child.value } : {})
       }).pipe(Effect.provideService(SessionStore, s))
@@ -529,6 +607,37 @@ const forkCommand = Command.make("fork", { json, store, session, file, at, child
         `${green("forked")} ${header.parentSession} → ${bold(header.id)} (${header.seedLength} inherited events)`
       )
   )).pipe(Command.withDescription("start a child session from a closed-turn boundary (--at <seq>)"))
+
+/**
+ * Run a migration of JSONL sessions and give each upgraded file the permission bits its original
+ * had (the rewritten file is created private): `ids`, or every listed session.
+ */
+const keepingModes = <E>(
+  root: string,
+  ids: ReadonlyArray<string> | undefined,
+  store: SessionStoreShape,
+  program: Effect.Effect<ReadonlyArray<Migrate.MigrateReport>, E, SessionStore>
+) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const path = yield* Path.Path
+    const fileOf = (id: string) => path.join(root, `${encodeSessionId(id)}.jsonl`)
+    const modes = new Map<string, number>()
+    for (const id of ids ?? (yield* store.list()).map((h) => h.id)) {
+      const info = yield* fs.stat(fileOf(id)).pipe(Effect.option)
+      if (Option.isSome(info)) modes.set(id, info.value.mode & 0o7777)
+    }
+    const reports = yield* program.pipe(Effect.provideService(SessionStore, store))
+    for (const r of reports) {
+      const mode = modes.get(r.id)
+      if (r.status !== "upgraded" || mode === undefined) continue
+      // the upgrade itself succeeded: a failure here is a warning (stderr), the report stands
+      yield* fs.chmod(fileOf(r.id), mode).pipe(
+        Effect.catchAll((e) => Effect.logWarning(`could not restore mode ${mode.toString(8)} of ${fileOf(r.id)}: ${e.message}`))
+      )
+    }
+    return reports
+  })
 
 const migrateCommand = Command.make("migrate", { json, store, session, file }, (o) =>
   runCommand(
@@ -541,7 +650,8 @@ const migrateCommand = Command.make("migrate", { json, store, session, file }, (
       const { store: s } = yield* openStore(target.spec, { mustExist: true })
       if (s === undefined) return yield* new UsageError({ detail: `no store at ${o.store}` })
       const program = target.id === undefined ? Migrate.migrateStore() : Effect.map(Migrate.migrateSession(target.id), (r) => [r])
-      return yield* program.pipe(Effect.provideService(SessionStore, s))
+      if (target.spec.kind !== "jsonl") return yield* program.pipe(Effect.provideService(SessionStore, s))
+      return yield* keepingModes(target.spec.root, target.id === undefined ? undefined : [target.id], s, program)
     }),
     (reports) =>
       Effect.gen(function*() {
@@ -565,17 +675,42 @@ const migrateCommand = Command.make("migrate", { json, store, session, file }, (
 // --- demo -----------------------------------------------------------------------------------
 
 const DEMO_ID = "demo-session"
-const demoStore = Options.text("store").pipe(Options.withDefault("./.demo/demo.db"))
+const DEMO_ID_ATTEMPTS = 1000
+const demoStore = Options.text("store").pipe(
+  Options.withDefault("./.demo/demo.db"),
+  Options.withDescription("where the demo adds its session: a SQLite file (*.db, *.sqlite) or jsonl:<dir>")
+)
+
+/**
+ * Create the demo's session under the first free id of `demo-session`, `demo-session-2`, …: the
+ * store refuses an id that is stored (or a file of that name), so nothing existing is touched.
+ */
+const createDemoSession = (store: SessionStoreShape) =>
+  Effect.gen(function*() {
+    for (let n = 1; n <= DEMO_ID_ATTEMPTS; n++) {
+      const id = n === 1 ? DEMO_ID : `${DEMO_ID}-${n}`
+      const created = yield* SessionLive.create({ id }).pipe(
+        Effect.provideService(SessionStore, store),
+        Effect.map(Option.some),
+        Effect.catchTag("SessionExists", () => Effect.succeed(Option.none()))
+      )
+      if (Option.isSome(created)) return created.value
+    }
+    return yield* new SessionExists({ rule: "J14", sessionId: `${DEMO_ID}-${DEMO_ID_ATTEMPTS}` })
+  })
 
 /** The child half of the demo: reopen the session and die inside a tool body (SIGKILL). */
-const demoCrashCommand = Command.make("demo-crash", { store: demoStore }, (o) =>
+const demoCrashCommand = Command.make("demo-crash", {
+  store: demoStore,
+  session: Options.text("session").pipe(Options.withDefault(DEMO_ID))
+}, (o) =>
   runCommand(
     false,
     Effect.gen(function*() {
       const spec = yield* resolveSpec(o.store)
       const { store: s } = yield* openStore(spec, { mustExist: true })
       if (s === undefined) return yield* new UsageError({ detail: "run the demo first" })
-      const handle = yield* Session.open(DEMO_ID).pipe(Effect.provideService(SessionStore, s))
+      const handle = yield* SessionLive.open(o.session).pipe(Effect.provideService(SessionStore, s))
       const kill = Effect.sync(() => process.kill(process.pid, "SIGKILL")).pipe(Effect.zipRight(Effect.never))
       return yield* Demo.makeLoop().runTurn([{ type: "user", content: Demo.prompts.crash }]).pipe(
         Effect.provideService(Session.Session, handle),
@@ -593,16 +728,15 @@ const demoCommand = Command.make("demo", { json, store: demoStore }, (o) =>
       const path = yield* Path.Path
       const spec = yield* resolveSpec(o.store)
       const location = spec.kind === "sqlite" ? spec.filename : spec.root
-      // a fresh store every run
-      for (const suffix of ["", "-wal", "-shm"]) yield* fs.remove(location + suffix, { recursive: true }).pipe(Effect.ignore)
+      // the demo adds a new session to the store (created if missing); it never deletes or rewrites
       yield* fs.makeDirectory(path.dirname(location), { recursive: true })
       const say = (line: string) => (o.json ? Effect.void : Console.log(line))
 
       yield* say(bold("1. A scripted agent (AgentLoop over a keyless LanguageModel) works through two turns with tool calls"))
       yield* say(dim("   automatic pruning and compaction run in the pre-step hook when the request grows too large"))
-      const first = yield* Effect.scoped(Effect.gen(function*() {
+      const { first, id } = yield* Effect.scoped(Effect.gen(function*() {
         const { store: s } = yield* openStore(spec, { mustExist: false })
-        const handle = yield* Session.create({ id: DEMO_ID }).pipe(Effect.provideService(SessionStore, s!))
+        const handle = yield* createDemoSession(s!)
         const loop = Demo.makeLoop()
         yield* Effect.forEach(Demo.prompts.first, (prompt) => loop.runTurn([{ type: "user", content: prompt }]), {
           discard: true
@@ -610,13 +744,13 @@ const demoCommand = Command.make("demo", { json, store: demoStore }, (o) =>
           Effect.provideService(Session.Session, handle),
           Effect.provide(Demo.environment(Demo.firstScripts, Effect.never, "a"))
         )
-        return (yield* handle.events).length
+        return { first: (yield* handle.events).length, id: handle.id }
       }))
       yield* say(dim(`   ${first} events written`))
 
       yield* say(bold("2. A child process reopens the session and is killed (SIGKILL) inside a tool call"))
       const script = process.argv[1]
-      const child = PlatformCommand.make(process.execPath, script, "demo-crash", "--store", o.store)
+      const child = PlatformCommand.make(process.execPath, script, "demo-crash", "--store", o.store, "--session", id)
       const code = yield* PlatformCommand.exitCode(child).pipe(Effect.orElseSucceed(() => -1))
       yield* say(dim(`   child exited with ${code === 137 || code === -1 ? "SIGKILL" : `code ${code}`}`))
 
@@ -624,8 +758,8 @@ const demoCommand = Command.make("demo", { json, store: demoStore }, (o) =>
       return yield* Effect.scoped(Effect.gen(function*() {
         const { store: s } = yield* openStore(spec, { mustExist: true })
         const store = s!
-        const before = (yield* store.load(DEMO_ID)).events.length
-        const handle = yield* Session.open(DEMO_ID).pipe(Effect.provideService(SessionStore, store))
+        const before = (yield* store.load(id)).events.length
+        const handle = yield* SessionLive.open(id).pipe(Effect.provideService(SessionStore, store))
         const afterOpen = yield* handle.events
         const closers = afterOpen.slice(before).filter((e) => e.type !== "session/end-seed")
         yield* say(bold("4. A new loop instance continues: its first request carries a resume header"))
@@ -637,7 +771,7 @@ const demoCommand = Command.make("demo", { json, store: demoStore }, (o) =>
         const fold = foldSurface(events)
         const last = yield* handle.requestAt(events.length - 1)
         return {
-          sessionId: DEMO_ID,
+          sessionId: id,
           store: o.store,
           events: events.length,
           turns: events.filter((e) => e.type === "turn/start").length,
