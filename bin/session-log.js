@@ -1,7 +1,9 @@
 #!/usr/bin/env node
-// The `session-log` CLI. Runs the bundle built by `npm run build:cli` (dist/session-log.mjs) when
-// it is newer than every file under src/; otherwise runs the TypeScript sources through tsx.
-// SESSION_LOG_BUNDLE=<file> runs that bundle (the CLI tests build a fresh one).
+// The `session-log` CLI. In an installed package (no src/) it runs the bundle dist/session-log.mjs.
+// In the repository it runs that bundle (built by `npm run build:cli`, and by `prepare` on
+// `npm ci`) when it is newer than every file under src/; otherwise it runs the TypeScript sources
+// through tsx (a development dependency). SESSION_LOG_BUNDLE=<file> runs that bundle (the CLI
+// tests build a fresh one).
 import { readdirSync, statSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
@@ -9,6 +11,7 @@ import { fileURLToPath, pathToFileURL } from "node:url"
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 const forced = process.env.SESSION_LOG_BUNDLE
 const bundle = forced ?? join(root, "dist", "session-log.mjs")
+const sources = join(root, "src")
 
 const newestSource = (dir) => {
   let newest = 0
@@ -19,17 +22,29 @@ const newestSource = (dir) => {
   return newest
 }
 
-let fresh = forced !== undefined
-if (!fresh) try {
-  fresh = statSync(bundle).mtimeMs >= newestSource(join(root, "src"))
-} catch {
-  fresh = false
+const mtime = (path) => {
+  try {
+    return statSync(path).mtimeMs
+  } catch {
+    return undefined
+  }
 }
 
-if (fresh) {
+const useBundle = () => {
+  if (forced !== undefined) return true
+  const built = mtime(bundle)
+  if (built === undefined) return false
+  if (mtime(sources) === undefined) return true // an installed package: no sources, no tsx
+  return built >= newestSource(sources)
+}
+
+if (useBundle()) {
   await import(pathToFileURL(bundle).href)
-} else {
+} else if (mtime(sources) !== undefined) {
   const { register } = await import("tsx/esm/api")
   register()
   await import("../src/programs/cli/main.ts")
+} else {
+  process.stderr.write(`session-log: the CLI bundle ${bundle} is missing; reinstall the package\n`)
+  process.exit(2)
 }

@@ -1,0 +1,205 @@
+// The consumer check (`npm run consumer-check`, run by .ci/run after `npm test`): packs the
+// package as npm would publish it, installs the tarball with the README's install line into a
+// fresh temporary project (native addons compile there; the npm cache is used), and then
+//   (a) runs the README's first program with plain node (a SQLite session is created, a turn with
+//       a user message is appended, the session is reopened, its derived messages are printed) and
+//       checks it prints what the README says; imports every `exports` subpath;
+//   (b) type-checks a TypeScript consumer (nodenext, strict, skipLibCheck false, no @types/node)
+//       that imports the root and several subpaths, and the README's program as TypeScript:
+//       0 errors expected;
+//   (c) runs the installed `session-log --help` and reports how long it took (reported only:
+//       no check here depends on the machine's speed).
+// The temporary project is removed afterwards (KEEP_CONSUMER=1 keeps it for inspection).
+import { execFileSync, spawnSync } from "node:child_process"
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { createRequire } from "node:module"
+import { tmpdir } from "node:os"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..")
+const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"))
+const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc")
+
+// The environment of `npm run` describes this repository: do not hand it to the nested npm.
+const env = Object.fromEntries(
+  Object.entries(process.env).filter(([key]) =>
+    !/^npm_(package_|lifecycle_|command$|config_local_prefix$|config_loglevel$)/i.test(key) && key !== "INIT_CWD"
+  )
+)
+
+const log = (line) => process.stdout.write(`consumer-check: ${line}\n`)
+const seconds = (ms) => `${(ms / 1000).toFixed(2)} s`
+
+const fail = (message) => {
+  throw new Error(message)
+}
+
+/** Runs a command; returns its stdout and the time it took. Fails with its output on a non-zero exit. */
+const run = (command, args, cwd) => {
+  const started = performance.now()
+  const result = spawnSync(command, args, { cwd, env, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 })
+  const ms = performance.now() - started
+  if (result.status !== 0) {
+    fail(`${[command, ...args].join(" ")} exited with ${result.status ?? result.signal}\n${result.stdout}${result.stderr}`)
+  }
+  return { stdout: result.stdout, stderr: result.stderr, ms }
+}
+
+// The README's install line, its first program and what that program prints (kept true here).
+const readme = readFileSync(join(root, "README.md"), "utf8")
+const installLine = readme.match(/^npm install effect-session-log .*$/m)?.[0] ?? fail("README: no install line")
+const afterInstall = readme.slice(readme.indexOf(installLine))
+const program = afterInstall.match(/```js\n([\s\S]*?)```/)?.[1] ?? fail("README: no program after the install line")
+const printed = afterInstall.match(/```text\n([\s\S]*?)```/)?.[1].trim() ?? fail("README: no output after the program")
+const installArgs = installLine.split(/\s+/).slice(2)
+const unlisted = Object.entries(pkg.peerDependencies).filter(([name, range]) => !installArgs.includes(`${name}@${range}`))
+if (unlisted.length > 0) fail(`README's install line lacks ${unlisted.map(([name, range]) => `${name}@${range}`).join(" ")}`)
+
+const importEverySubpath = `import { readFileSync } from "node:fs"
+
+const { exports } = JSON.parse(readFileSync("./node_modules/effect-session-log/package.json", "utf8"))
+let imported = 0
+for (const subpath of Object.keys(exports)) {
+  if (subpath === "./package.json") continue
+  await import("effect-session-log" + subpath.slice(1))
+  imported++
+}
+console.log(imported)
+`
+
+const consumerTs = `import * as FileSystem from "@effect/platform/FileSystem"
+import * as Path from "@effect/platform/Path"
+import { Effect, Layer } from "effect"
+import * as Api from "effect-session-log"
+import type { AgentError, TurnResult } from "effect-session-log/AgentLoop"
+import * as Compact from "effect-session-log/Compact"
+import * as Errors from "effect-session-log/Errors"
+import * as JsonlStore from "effect-session-log/JsonlStore"
+import * as MemoryStore from "effect-session-log/MemoryStore"
+import type { Message } from "effect-session-log/Messages"
+import * as Session from "effect-session-log/Session"
+import * as SessionLive from "effect-session-log/SessionLive"
+import * as SessionStore from "effect-session-log/SessionStore"
+import * as SqliteStore from "effect-session-log/SqliteStore"
+
+const firstTurn: Effect.Effect<ReadonlyArray<Message>, Session.AppendError, Session.Session> = Effect.gen(function*() {
+  const session = yield* Session.Session
+  yield* session.append("turn/start", { turn: 1 })
+  yield* session.append("user/message", {
+    id: "u1",
+    role: "user",
+    content: [{ type: "text", text: "Hello" }],
+    source: { kind: "user" }
+  }, { surfaceOp: "append" })
+  return yield* session.messages
+})
+
+const sqlite: Layer.Layer<SessionStore.SessionStore, Errors.StoreSchemaMismatch | Errors.StoreFailure> =
+  SqliteStore.layerSqliteStore({ filename: "./typed.db" })
+const jsonl: Layer.Layer<SessionStore.SessionStore> = JsonlStore.layerJsonlStore({ root: "./sessions" }).pipe(
+  Layer.provide(FileSystem.layerNoop({})),
+  Layer.provide(Path.layer)
+)
+const memory: Layer.Layer<SessionStore.SessionStore> = MemoryStore.layerMemoryStore()
+
+export const onSqlite: Effect.Effect<
+  ReadonlyArray<Message>,
+  Session.AppendError | SessionLive.CreateError | Errors.StoreSchemaMismatch
+> = firstTurn.pipe(Effect.provide(SessionLive.layerCreate({ id: "typed" })), Effect.provide(sqlite))
+export const onJsonl = firstTurn.pipe(Effect.provide(SessionLive.layerOpen("typed")), Effect.provide(jsonl))
+export const onMemory = firstTurn.pipe(Effect.provide(SessionLive.layerCreate()), Effect.provide(memory))
+
+// The root's namespaces are the subpath modules.
+export const sameTag: typeof Session.Session = Api.Session.Session
+export const compacted: Effect.Effect<Compact.CompactionResult, Compact.CompactError, Session.Session | Api.Summarizer.Summarizer> =
+  Compact.compact({ mode: "manual" })
+export type Turn = TurnResult | AgentError
+`
+
+const tsconfig = {
+  compilerOptions: {
+    target: "ES2022",
+    module: "nodenext",
+    moduleResolution: "nodenext",
+    strict: true,
+    skipLibCheck: false,
+    noEmit: true,
+    types: []
+  },
+  files: ["consumer.ts", "hello.ts"]
+}
+
+const work = mkdtempSync(join(tmpdir(), "esl-consumer-"))
+try {
+  // pack: prepack builds the library, prepare the CLI bundle
+  const packed = run("npm", ["pack", "--pack-destination", work], root)
+  const tarball = readdirSync(work).find((name) => name.endsWith(".tgz")) ?? fail("npm pack wrote no tarball")
+  const files = execFileSync("tar", ["-tzf", join(work, tarball)], { encoding: "utf8" }).split("\n").filter(Boolean)
+    .map((name) => name.replace(/^package\//, ""))
+  const required = ["package.json", "README.md", "LICENSE", "bin/session-log.js", "dist/session-log.mjs"]
+  for (const target of Object.values(pkg.exports)) {
+    if (typeof target === "string") required.push(target.replace(/^\.\//, ""))
+    else required.push(target.types.replace(/^\.\//, ""), target.import.replace(/^\.\//, ""))
+  }
+  const missing = required.filter((name) => !files.includes(name))
+  if (missing.length > 0) fail(`the tarball lacks ${missing.join(", ")}`)
+  const unwanted = files.filter((name) =>
+    /^(src|test|bench|scripts|\.ci|node_modules)\//.test(name) || (name.startsWith("dist/") && name.endsWith(".mjs") && name !== "dist/session-log.mjs")
+  )
+  if (unwanted.length > 0) fail(`the tarball ships ${unwanted.join(", ")}`)
+  log(`packed ${tarball}: ${files.length} files (${seconds(packed.ms)} with the build)`)
+
+  // install with the README's line, the tarball in place of the registry name
+  const app = join(work, "app")
+  mkdirSync(app)
+  writeFileSync(join(app, "package.json"), JSON.stringify({
+    name: "esl-consumer",
+    private: true,
+    type: "module",
+    // npm 11 asks for install scripts to be approved: these two compile the native addons
+    allowScripts: { "better-sqlite3": true, "fs-ext": true }
+  }, null, 2))
+  const installed = run("npm", [
+    "install",
+    "--no-audit",
+    "--no-fund",
+    "--prefer-offline",
+    ...installArgs.map((arg) => arg === "effect-session-log" ? join(work, tarball) : arg)
+  ], app)
+  log(`installed the tarball with README's line: ${installLine} (${seconds(installed.ms)})`)
+
+  // (a) plain node: the README's program, then every subpath
+  writeFileSync(join(app, "hello.mjs"), program)
+  const output = run(process.execPath, ["hello.mjs"], app).stdout.trim()
+  if (output !== printed) fail(`hello.mjs printed\n${output}\ninstead of README's\n${printed}`)
+  log(`(a) node hello.mjs (README's program: create a SQLite session, append a turn, reopen) printed ${output}`)
+  writeFileSync(join(app, "subpaths.mjs"), importEverySubpath)
+  const imported = Number(run(process.execPath, ["subpaths.mjs"], app).stdout.trim())
+  const subpaths = Object.keys(pkg.exports).filter((key) => key !== "./package.json").length
+  if (imported !== subpaths) fail(`imported ${imported} subpaths, expected ${subpaths}`)
+  log(`(a) node: all ${subpaths} exports subpaths import`)
+
+  // (b) TypeScript consumer
+  writeFileSync(join(app, "consumer.ts"), consumerTs)
+  writeFileSync(join(app, "hello.ts"), program)
+  writeFileSync(join(app, "tsconfig.json"), JSON.stringify(tsconfig, null, 2))
+  const typed = spawnSync(process.execPath, [tsc, "-p", "tsconfig.json"], { cwd: app, env, encoding: "utf8" })
+  const errors = (typed.stdout.match(/error TS\d+/g) ?? []).length
+  if (typed.status !== 0) fail(`tsc --noEmit of the TypeScript consumer: ${errors} error(s)\n${typed.stdout}${typed.stderr}`)
+  log(`(b) tsc --noEmit (nodenext, strict, skipLibCheck false): 0 errors`)
+
+  // (c) the installed bin
+  const bin = join(app, "node_modules", ".bin", "session-log")
+  const times = []
+  for (let i = 0; i < 3; i++) {
+    const help = run(bin, ["--help"], app)
+    if (!help.stdout.includes("session-log")) fail(`session-log --help printed:\n${help.stdout}${help.stderr}`)
+    times.push(help.ms)
+  }
+  log(`(c) installed session-log --help answered in ${times.map(seconds).join(", ")} (first run, then warm)`)
+} finally {
+  if (process.env.KEEP_CONSUMER === "1") log(`kept ${work}`)
+  else rmSync(work, { recursive: true, force: true })
+}
+log("ok")

@@ -1,0 +1,61 @@
+/**
+ * The published shape of the package: one `exports` subpath per namespace of src/index.ts, each
+ * pointing at that module's built JavaScript and declarations, and a README install line that
+ * names every peer dependency with its range. (scripts/consumer-check.mjs checks the packed
+ * tarball itself; this test only reads files, so it stays fast.)
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { existsSync, readFileSync } from "node:fs"
+import * as path from "node:path"
+
+const root = path.resolve(__dirname, "..")
+const read = (file: string) => readFileSync(path.join(root, file), "utf8")
+
+interface Target {
+  readonly types: string
+  readonly import: string
+}
+
+const pkg = JSON.parse(read("package.json")) as {
+  readonly types: string
+  readonly exports: Record<string, Target | string>
+  readonly peerDependencies: Record<string, string>
+}
+
+/** `export * as Name from "./dir/Module.js"` lines of src/index.ts: Name -> "dir/Module". */
+const namespaces = (): Map<string, string> => {
+  const found = new Map<string, string>()
+  for (const [, name, module] of read("src/index.ts").matchAll(/^export \* as (\w+) from "\.\/(.+)\.js"$/gm)) {
+    found.set(name!, module!)
+  }
+  return found
+}
+
+describe("package.json exports", () => {
+  it("has one subpath per namespace of src/index.ts, plus the root and ./package.json", () => {
+    const expected = [".", "./package.json", ...[...namespaces().keys()].map((name) => `./${name}`)].sort()
+    assert.deepStrictEqual(Object.keys(pkg.exports).sort(), expected)
+  })
+
+  it("points each subpath at the built module of the namespace's source file", () => {
+    const modules = namespaces()
+    assert.isAbove(modules.size, 0)
+    for (const [name, module] of modules) {
+      assert.isTrue(existsSync(path.join(root, "src", `${module}.ts`)), `src/${module}.ts`)
+      assert.deepStrictEqual(pkg.exports[`./${name}`], {
+        types: `./dist/${module}.d.ts`,
+        import: `./dist/${module}.js`
+      }, name)
+    }
+    assert.deepStrictEqual(pkg.exports["."], { types: "./dist/index.d.ts", import: "./dist/index.js" })
+    assert.strictEqual(pkg.exports["./package.json"], "./package.json")
+    assert.strictEqual(pkg.types, "./dist/index.d.ts")
+  })
+
+  it("README's install line names every peer dependency with its range", () => {
+    const line = read("README.md").match(/^npm install effect-session-log .*$/m)?.[0]
+    assert.isDefined(line)
+    const specs = line!.split(/\s+/).slice(3).sort()
+    assert.deepStrictEqual(specs, Object.entries(pkg.peerDependencies).map(([name, range]) => `${name}@${range}`).sort())
+  })
+})
