@@ -3,34 +3,14 @@
  * output, exit codes 0/1/2, reading commands that never write, and bad input.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll } from "vitest"
+import { buildBundle, json, removeBundle, type Run, runCli } from "./helpers.js"
 
-const BIN = path.resolve(__dirname, "../../bin/session-log.js")
-
-interface Run {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
-
-/** Run the binary (asynchronously: a blocking spawn would stall the test worker). */
-const cli = (args: ReadonlyArray<string>, cwd: string): Promise<Run> =>
-  new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { cwd, encoding: "utf8", env: { ...process.env, NO_COLOR: "1", SESSION_LOG_BUNDLE: bundle } }, (error, stdout, stderr) => {
-      const code = error === null ? 0 : typeof error.code === "number" ? error.code : null
-      resolve({ code, stdout, stderr })
-    })
-  })
-
-const json = (r: Run): any => {
-  const trimmed = r.stdout.trim()
-  assert.strictEqual(trimmed.split("\n").length, 1, `exactly one JSON document on stdout, got: ${r.stdout}\n${r.stderr}`)
-  return JSON.parse(trimmed)
-}
+/** Run the binary on this file's bundle. */
+const cli = (args: ReadonlyArray<string>, cwd: string): Promise<Run> => runCli(bundle, args, cwd)
 
 const line = (v: unknown) => JSON.stringify(v)
 const header = (id: string, extra: Record<string, unknown> = {}) => line({ type: "session", version: 1, id, createdAt: 1, ...extra })
@@ -85,16 +65,12 @@ let bundle: string
 
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "esl-cli-"))
-  // bundle the current sources once, so each subprocess starts fast (bin/session-log.js runs it)
-  // inside the repository, so the bundle resolves better-sqlite3 from node_modules
-  bundle = path.resolve(__dirname, `../../dist/cli-test-${process.pid}.mjs`)
-  await new Promise<void>((resolve, reject) =>
-    execFile(process.execPath, [path.resolve(__dirname, "../../scripts/build-cli.mjs"), bundle], (e) => (e ? reject(e) : resolve()))
-  )
+  // the current sources bundled once, so each subprocess starts fast (bin/session-log.js runs it)
+  bundle = await buildBundle("cli-test")
 })
 afterAll(() => {
   fs.rmSync(dir, { recursive: true, force: true })
-  fs.rmSync(bundle, { force: true })
+  removeBundle(bundle)
 })
 
 const write = (name: string, text: string) => {

@@ -7,58 +7,33 @@
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll } from "vitest"
+import { buildBundle, json, removeBundle, type Run, runCli } from "./helpers.js"
 import { makeSqliteStore } from "../../src/layers/SqliteStore.js"
 import { importItems, readImportFiles } from "../../src/programs/cli/ImportFiles.js"
 import type { StoreSpec } from "../../src/programs/cli/Target.js"
 import { StoreFailure } from "../../src/schema/Errors.js"
 import type { SessionStoreShape } from "../../src/services/SessionStore.js"
 
-const BIN = path.resolve(__dirname, "../../bin/session-log.js")
 const FIXTURES = path.resolve(__dirname, "../fixtures/v0")
 
-interface Run {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
 
 let dir: string
 let bundle: string
 
-const cli = (args: ReadonlyArray<string>, cwd: string = dir): Promise<Run> =>
-  new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [BIN, ...args],
-      { cwd, encoding: "utf8", maxBuffer: 64 * 1024 * 1024, env: { ...process.env, NO_COLOR: "1", SESSION_LOG_BUNDLE: bundle } },
-      (error, stdout, stderr) => {
-        const code = error === null ? 0 : typeof error.code === "number" ? error.code : null
-        resolve({ code, stdout, stderr })
-      }
-    )
-  })
-
-const json = (r: Run): any => {
-  const trimmed = r.stdout.trim()
-  assert.strictEqual(trimmed.split("\n").length, 1, `exactly one JSON document on stdout, got: ${r.stdout}\n${r.stderr}`)
-  return JSON.parse(trimmed)
-}
+const cli = (args: ReadonlyArray<string>, cwd: string = dir): Promise<Run> => runCli(bundle, args, cwd)
 
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "esl-safety-"))
-  bundle = path.resolve(__dirname, `../../dist/cli-safety-test-${process.pid}.mjs`)
-  await new Promise<void>((resolve, reject) =>
-    execFile(process.execPath, [path.resolve(__dirname, "../../scripts/build-cli.mjs"), bundle], (e) => (e ? reject(e) : resolve()))
-  )
+  // the current sources bundled once, so each subprocess starts fast (bin/session-log.js runs it)
+  bundle = await buildBundle("cli-safety-test")
 })
 afterAll(() => {
   fs.rmSync(dir, { recursive: true, force: true })
-  fs.rmSync(bundle, { force: true })
+  removeBundle(bundle)
 })
 
 const line = (v: unknown) => JSON.stringify(v)

@@ -22,11 +22,11 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import { afterAll } from "vitest"
-import { execFileSync, spawn } from "node:child_process"
+import { spawn } from "node:child_process"
 import { createHash } from "node:crypto"
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join, resolve } from "node:path"
+import { join } from "node:path"
 import { createInterface } from "node:readline"
 import { makeJsonlStore } from "../../src/layers/JsonlStore.js"
 import { makeSqliteStore } from "../../src/layers/SqliteStore.js"
@@ -37,6 +37,7 @@ import { closers } from "../../src/services/Repair.js"
 import * as Session from "../../src/services/Session.js"
 import * as SessionLive from "../../src/layers/SessionLive.js"
 import { SessionStore, type SessionStoreShape } from "../../src/services/SessionStore.js"
+import { bundleScript, prng, repo } from "../helpers/processes.js"
 import { integrityCheck, platform, withRawDb } from "./backends.js"
 import * as Seed from "../../src/services/Seed.js"
 
@@ -47,40 +48,15 @@ const RUNNER = process.env.CRASH_CHILD_RUNNER ?? "bundle"
 /** Trials that share one session (its log grows across them); then a fresh session. */
 const TRIALS_PER_SESSION = 10
 
-const repo = resolve(import.meta.dirname, "../..")
 const childSource = join(repo, "test/crash/child.ts")
 const work = mkdtempSync(join(tmpdir(), "crash-"))
 
-/** Bundle the child once (CommonJS, so better-sqlite3 resolves through NODE_PATH). */
+/** The child, bundled once (CommonJS, so the native addons resolve through NODE_PATH). */
 let bundle: string | undefined
 const childCommand = (): ReadonlyArray<string> => {
   if (RUNNER === "tsx") return [join(repo, "node_modules/.bin/tsx"), childSource]
-  if (bundle === undefined) {
-    bundle = join(work, "child.cjs")
-    execFileSync(join(repo, "node_modules/.bin/esbuild"), [
-      childSource,
-      "--bundle",
-      "--platform=node",
-      "--format=cjs",
-      "--external:better-sqlite3",
-      "--external:fs-ext",
-      `--outfile=${bundle}`,
-      "--log-level=error"
-    ])
-  }
+  bundle ??= bundleScript("test/crash/child.ts", join(work, "child.cjs"))
   return [process.execPath, bundle]
-}
-
-/** mulberry32 */
-const prng = (seed: number) => {
-  let s = seed >>> 0
-  return (n: number): number => {
-    s = (s + 0x6d2b79f5) >>> 0
-    let t = s
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return Math.floor((((t ^ (t >>> 14)) >>> 0) / 4294967296) * n)
-  }
 }
 
 interface ChildRun {

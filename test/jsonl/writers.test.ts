@@ -18,13 +18,14 @@
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import { type ChildProcess, spawn } from "node:child_process"
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { hostname, tmpdir } from "node:os"
-import { join, resolve } from "node:path"
+import { join } from "node:path"
 import { afterAll } from "vitest"
 import { makeJsonlStore } from "../../src/layers/JsonlStore.js"
 import { header, turnStart } from "./helpers.js"
+import { bundleScript, childEnv, prng } from "../helpers/processes.js"
 import { spawnHolder } from "./holder.js"
 
 const ROUNDS = Number(process.env.WRITERS_ROUNDS ?? "50")
@@ -32,40 +33,12 @@ const SEED = Number(process.env.WRITERS_SEED ?? "20261201")
 const PAUSE_MS = Number(process.env.WRITERS_PAUSE_MS ?? "250")
 const COUNT = Number(process.env.WRITERS_COUNT ?? "12")
 
-const repo = resolve(import.meta.dirname, "../..")
 const work = mkdtempSync(join(tmpdir(), "writers-"))
 afterAll(() => rmSync(work, { recursive: true, force: true }))
 
-/** The writer, bundled once (a bundle starts in a fraction of tsx's time). */
+/** The writer, bundled once. */
 let bundle: string | undefined
-const writerBundle = (): string => {
-  if (bundle === undefined) {
-    bundle = join(work, "writer-child.cjs")
-    execFileSync(join(repo, "node_modules/.bin/esbuild"), [
-      join(repo, "test/jsonl/writer-child.ts"),
-      "--bundle",
-      "--platform=node",
-      "--format=cjs",
-      "--external:better-sqlite3",
-      "--external:fs-ext",
-      `--outfile=${bundle}`,
-      "--log-level=error"
-    ])
-  }
-  return bundle
-}
-
-/** mulberry32 */
-const prng = (seed: number) => {
-  let s = seed >>> 0
-  return (n: number): number => {
-    s = (s + 0x6d2b79f5) >>> 0
-    let t = s
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return Math.floor((((t ^ (t >>> 14)) >>> 0) / 4294967296) * n)
-  }
-}
+const writerBundle = (): string => (bundle ??= bundleScript("test/jsonl/writer-child.ts", join(work, "writer-child.cjs")))
 
 interface Writer {
   readonly child: ChildProcess
@@ -78,7 +51,7 @@ interface Writer {
 
 const startWriter = (root: string, id: string, pauseAt: number): Writer => {
   const child = spawn(process.execPath, [writerBundle(), root, id, String(COUNT)], {
-    env: { ...process.env, NODE_PATH: join(repo, "node_modules"), WRITER_PAUSE_AT: String(pauseAt) },
+    env: childEnv({ WRITER_PAUSE_AT: String(pauseAt) }),
     stdio: ["ignore", "pipe", "pipe"]
   })
   const acks: Array<readonly [number, string]> = []

@@ -1,0 +1,52 @@
+/**
+ * Shared helpers of the CLI tests: run the `session-log` binary on a given CLI bundle as a
+ * subprocess (asynchronously: a blocking spawn would stall the test worker) and read its one
+ * `--json` document.
+ */
+import { assert } from "@effect/vitest"
+import { execFile } from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
+
+export const BIN = path.resolve(__dirname, "../../bin/session-log.js")
+
+/** What a run of the binary printed and how it exited. */
+export interface Run {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** Run `session-log <args>` in `cwd` with the bundle `bundle` (no colours). */
+export const runCli = (bundle: string, args: ReadonlyArray<string>, cwd: string): Promise<Run> =>
+  new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [BIN, ...args],
+      { cwd, encoding: "utf8", maxBuffer: 64 * 1024 * 1024, env: { ...process.env, NO_COLOR: "1", SESSION_LOG_BUNDLE: bundle } },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === "number" ? error.code : null
+        resolve({ code, stdout, stderr })
+      }
+    )
+  })
+
+/** The one JSON document on stdout. */
+export const json = (r: Run): any => {
+  const trimmed = r.stdout.trim()
+  assert.strictEqual(trimmed.split("\n").length, 1, `exactly one JSON document on stdout, got: ${r.stdout}\n${r.stderr}`)
+  return JSON.parse(trimmed)
+}
+
+/** Bundle the current sources into dist/<name>-<pid>.mjs (inside the repository, so the bundle resolves the native addons from node_modules); removed with `fs.rmSync` after the file's tests. */
+export const buildBundle = (name: string): Promise<string> => {
+  const bundle = path.resolve(__dirname, `../../dist/${name}-${process.pid}.mjs`)
+  return new Promise<string>((resolve, reject) =>
+    execFile(process.execPath, [path.resolve(__dirname, "../../scripts/build-cli.mjs"), bundle], (e) => (e ? reject(e) : resolve(bundle)))
+  )
+}
+
+/** Remove a bundle made by `buildBundle`. */
+export const removeBundle = (bundle: string | undefined): void => {
+  if (bundle !== undefined) fs.rmSync(bundle, { force: true })
+}
