@@ -16,6 +16,7 @@ import {
 import { encodeEvent } from "../../src/schema/EventCodec.js"
 import type { Event } from "../../src/schema/Events.js"
 import * as Session from "../../src/services/Session.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
 import { anyValidLog, asEvents } from "../arbitraries.js"
 import { partition } from "../store-contract/contract.js"
@@ -103,20 +104,20 @@ const appendSample = (s: Session.SessionShape, text: string) =>
   })
 
 describe("SqliteStore", () => {
-  it.scoped("Session.create / append / open round trip on a file", () =>
+  it.scoped("SessionLive.create / append / open round trip on a file", () =>
     Effect.gen(function*() {
       const file = yield* tempFile()
       const layer = layerSqliteStore({ filename: file })
       const written = yield* Effect.scoped(
         Effect.gen(function*() {
-          const s = yield* Session.create({ id: "round-trip", header: { cwd: "/tmp/x", delegationDepth: 0 } })
+          const s = yield* SessionLive.create({ id: "round-trip", header: { cwd: "/tmp/x", delegationDepth: 0 } })
           return yield* appendSample(s, "hi \u0000 'quoted' \"double\" \\ ✓ 🙂")
         }).pipe(Effect.provide(layer))
       )
       // a second, independent store instance (fresh connection) reads it back
       const reopened = yield* Effect.scoped(
         Effect.gen(function*() {
-          const s = yield* Session.open("round-trip")
+          const s = yield* SessionLive.open("round-trip")
           return { events: yield* s.events, header: s.header, nodes: yield* s.surface.nodes }
         }).pipe(Effect.provide(layerSqliteStore({ filename: file })))
       )
@@ -545,7 +546,7 @@ describe("SqliteStore", () => {
         assert.strictEqual((e as { rule: string }).rule, "L2")
       }).pipe(Effect.provide(NodeContext.layer)))
 
-    it.scoped("a row whose JSON columns parse but hold odd markers is loaded as stored, like a JSONL line; Session.open refuses it as L9 and truncates nothing", () =>
+    it.scoped("a row whose JSON columns parse but hold odd markers is loaded as stored, like a JSONL line; SessionLive.open refuses it as L9 and truncates nothing", () =>
       Effect.gen(function*() {
         const file = yield* tempFile()
         const store = yield* storeOn(file)
@@ -555,7 +556,7 @@ describe("SqliteStore", () => {
         const loaded = yield* store.load("odd")
         assert.strictEqual(loaded.tornTail, undefined)
         assert.deepStrictEqual(encoded(loaded.events), encoded(events))
-        const e = yield* Effect.flip(Effect.scoped(Session.open("odd").pipe(Effect.provideService(SessionStore, store))))
+        const e = yield* Effect.flip(Effect.scoped(SessionLive.open("odd").pipe(Effect.provideService(SessionStore, store))))
         assert.strictEqual(e._tag, "StoreCorrupt")
         assert.strictEqual((e as { rule: string }).rule, "L9")
         assert.strictEqual((yield* withRaw(file, (db) => db.prepare("SELECT count(*) AS n FROM events").get()))?.n, 2)
@@ -711,7 +712,7 @@ describe("SqliteStore", () => {
         const file = yield* tempFile()
         const written = yield* Effect.scoped(
           Effect.gen(function*() {
-            const s = yield* Session.create({ id: "trusted" })
+            const s = yield* SessionLive.create({ id: "trusted" })
             return yield* appendSample(s, "a \"quoted\" ,\"data\": text }")
           }).pipe(Effect.provide(layerSqliteStore({ filename: file })))
         )
