@@ -1,9 +1,12 @@
 import { FileSystem, Path } from "@effect/platform"
 import { NodeContext } from "@effect/platform-node"
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as fc from "effect/FastCheck"
+import * as Layer from "effect/Layer"
+import * as Str from "effect/String"
 import { createRequire } from "node:module"
 import {
   APPLICATION_ID,
@@ -11,8 +14,10 @@ import {
   layerSqliteStore,
   makeSqliteStore,
   openDatabase,
-  SCHEMA_VERSION
+  SCHEMA_VERSION,
+  sqliteDialect
 } from "../../src/layers/SqliteStore.js"
+import { makeSqlStore } from "../../src/layers/SqlStore.js"
 import { encodeEvent } from "../../src/schema/EventCodec.js"
 import type { Event } from "../../src/schema/Events.js"
 import * as Session from "../../src/services/Session.js"
@@ -644,6 +649,56 @@ describe("SqliteStore", () => {
           encoded(old).map((l) => l + "\n").join("")
       }])
       yield* store.append("rep", [ev(1)], { expectedSeq: 1 })
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("replaceLog with no events empties the log (no INSERT of an empty batch) and keeps the backup", () =>
+    Effect.gen(function*() {
+      const file = yield* tempFile()
+      const store = yield* storeOn(file)
+      yield* store.create(header("empty", 3))
+      yield* store.append("empty", [ev(0)], { expectedSeq: 0 })
+      const loaded = yield* store.load("empty")
+      yield* store.replaceLog("empty", loaded.header, [], { revision: loaded.revision, backup: "v0-upgrade" })
+      const after = yield* store.load("empty")
+      assert.deepStrictEqual(after.events, [])
+      assert.notStrictEqual(after.revision, loaded.revision)
+      const backups = yield* withRaw(file, (db) => db.prepare("SELECT content FROM session_backups").all())
+      assert.deepStrictEqual(backups, [{
+        content: "{\"type\":\"session\",\"version\":1,\"id\":\"empty\",\"createdAt\":3}\n" + encoded([ev(0)])[0] + "\n"
+      }])
+      yield* store.append("empty", [ev(0)], { expectedSeq: 0 })
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("the SQL store runs over a SqlClient provided from outside, one with name transforms included", () =>
+    Effect.gen(function*() {
+      const file = yield* tempFile()
+      const client = yield* Layer.build(SqliteClient.layer({
+        filename: file,
+        disableWAL: true,
+        transformResultNames: Str.snakeToCamel,
+        transformQueryNames: Str.camelToSnake
+      }))
+      const store = yield* makeSqlStore({ dialect: sqliteDialect({ filename: file }), location: file }).pipe(
+        Effect.provide(client)
+      )
+      yield* store.create(header("outside", 7, { parentSession: "p", seedLength: 0 }))
+      const events = [ev(0), ev(1, "user/message", { id: "u" }, { surfaceOp: "append", sourceEventSeqs: [0] })]
+      yield* store.append("outside", events, { expectedSeq: 0 })
+      const loaded = yield* store.load("outside")
+      assert.deepStrictEqual(encoded(loaded.events), encoded(events))
+      assert.deepStrictEqual(loaded.header, { version: 1, id: "outside", createdAt: 7, parentSession: "p", seedLength: 0 })
+      assert.deepStrictEqual((yield* store.list()).map((h) => h.id), ["outside"])
+      // the file is an own database of the SQLite store (S3), with its pragmas (S5)
+      const info = yield* withRaw(file, (db) => ({
+        userVersion: db.pragma("user_version", { simple: true }),
+        journal: db.pragma("journal_mode", { simple: true }),
+        columns: db.prepare("SELECT parent_session, seed_length, next_seq FROM sessions").get()
+      }))
+      assert.deepStrictEqual(info, {
+        userVersion: SCHEMA_VERSION,
+        journal: "wal",
+        columns: { parent_session: "p", seed_length: 0, next_seq: 2 }
+      })
     }).pipe(Effect.provide(NodeContext.layer)))
 
   it.scoped("a missing directory is a StoreFailure, not a defect", () =>

@@ -1,0 +1,116 @@
+/**
+ * The SQL SessionStore (SPEC §7.1, §7.5, §7.6) over the `SqlClient` in context, for any dialect
+ * (`SqlDialect`): three tables, every write one transaction that begins with the write lock and
+ * checks the expected seq or the revision, every load one read transaction paged by seq. No
+ * `SqlError` leaves it: driver failures are `StoreFailure { method, cause }`, undecodable rows L9.
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
+import { StoreCorrupt, type StoreFailure, type StoreSchemaMismatch, UnknownEventType } from "../schema/Errors.js"
+import { type Event, KNOWN_EVENT_TYPES } from "../schema/Events.js"
+import { SESSION_FORMAT_VERSION } from "../schema/Format.js"
+import {
+  appendPrechecked,
+  checkFromSeq,
+  precheckBatch,
+  readFromLoad,
+  SessionStore,
+  type SessionStoreShape
+} from "../services/SessionStore.js"
+import { prepareDatabase, type SqlDialect, storeFailure } from "./SqlDialect.js"
+import { makeStore } from "./SqlQueries.js"
+import * as Operations from "./SqlStoreOperations.js"
+import { reserveForScope, reservePerOperation } from "./SqlTransaction.js"
+
+/** Options of the SQL store (one interface for `makeSqlStore` and `layerSqlStore`). */
+export interface SqlStoreOptions {
+  /** The database dialect (DDL, ownership check, transactions, driver failures). */
+  readonly dialect: SqlDialect
+  /** Where the database is, for errors and logs (a file name; never credentials). */
+  readonly location: string
+  readonly maxEventBytes?: number
+}
+
+/**
+ * Build a SQL store over the `SqlClient` in context. Opens the database through the dialect now
+ * (connection settings, ownership check, the schema on a pristine database); the store's
+ * connection (or, for a pool, each operation's) is released with the scope.
+ */
+export const makeSqlStore = (
+  options: SqlStoreOptions
+): Effect.Effect<SessionStoreShape, StoreSchemaMismatch | StoreFailure, SqlClient.SqlClient | Scope.Scope> =>
+  Effect.gen(function*() {
+    const { dialect, location } = options
+    const batchOptions = options.maxEventBytes === undefined ? {} : { maxEventBytes: options.maxEventBytes }
+    yield* prepareDatabase(dialect)
+    // rows keep their snake_case column names whatever transforms the client was built with
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const lease = dialect.sharedConnection
+      ? yield* reserveForScope(sql).pipe(Effect.mapError((e) => storeFailure(dialect, "open", e)))
+      : reservePerOperation(sql)
+    const store = makeStore(sql, dialect, location, lease)
+    const span = { attributes: { "db.system.name": dialect.name } }
+
+    const load = Effect.fn("SqlStore.load", span)((id: string) => Operations.load(store, id))
+
+    const shape: SessionStoreShape = {
+      create: Effect.fn("SqlStore.create", span)((input: unknown) => Operations.create(store, input)),
+
+      // The hot path: untraced (a span costs about a third of a single-event append).
+      append: (id, events, options) =>
+        appendPrechecked(events, options, batchOptions, (checked, expectedSeq) => Operations.append(store, id, checked, expectedSeq)),
+
+      load,
+
+      // The suffix of the whole read (§7.1): the rows below fromSeq are classified too (a defect
+      // there means a torn tail or L2, never a suffix read past it). K7 checks the returned suffix
+      // (SPEC §8.2 "seek reads"); a log of another version takes the sequential pipeline.
+      readFrom: Effect.fn("SqlStore.readFrom", span)(function*(id: string, fromSeq: number) {
+        const bad = checkFromSeq(fromSeq)
+        if (bad !== undefined) return yield* bad
+        const loaded = yield* load(id)
+        if (loaded.storedVersion !== SESSION_FORMAT_VERSION) {
+          return yield* readFromLoad(() => Effect.succeed(loaded))(id, fromSeq)
+        }
+        // a version-1 load of this store yields envelopes (rowToEvent) only
+        const suffix = loaded.events.slice(fromSeq) as ReadonlyArray<Event>
+        for (const e of suffix) {
+          if (e.type === "request/header-delta" || e.type === "mode/set") continue
+          if (!KNOWN_EVENT_TYPES.has(e.type) && e.ignorable !== true) {
+            return yield* new UnknownEventType({ rule: "K7", seq: e.seq, eventType: e.type })
+          }
+        }
+        return suffix
+      }),
+
+      list: Effect.fn("SqlStore.list", span)(() => Operations.list(store)),
+
+      truncateTornTail: Effect.fn("SqlStore.truncateTornTail", span)((id, tornTail, { revision }) =>
+        Operations.truncateTornTail(store, id, tornTail, revision)
+      ),
+
+      replaceLog: Effect.fn("SqlStore.replaceLog", span)(function*(id, header, events, { backup, revision }) {
+        const checked = precheckBatch(events, 0, batchOptions)
+        if ("_tag" in checked) {
+          return yield* new StoreCorrupt({
+            rule: "L9",
+            location,
+            detail: "the replacement events fail the batch pre-checks",
+            cause: checked
+          })
+        }
+        const takenAt = yield* Clock.currentTimeMillis
+        yield* Operations.replaceLog(store, id, header, checked, { revision, backup, takenAt })
+      })
+    }
+    return shape
+  })
+
+/** The SQL store as a layer over the `SqlClient` in context; bind it to a const (each build is its own store). */
+export const layerSqlStore = (
+  options: SqlStoreOptions
+): Layer.Layer<SessionStore, StoreSchemaMismatch | StoreFailure, SqlClient.SqlClient> =>
+  Layer.scoped(SessionStore, makeSqlStore(options))
