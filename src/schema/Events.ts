@@ -55,10 +55,12 @@ export const EventPayloads = {
   }),
   "tool/call": Schema.Struct({ ...TurnStep, callId: Schema.String, name: Schema.String, arguments: Schema.String }),
   "context/message": Schema.Struct({
-    id: Schema.String,
+    id: Schema.NonEmptyString,
     role: Schema.Literal("user"),
     content: Schema.Array(ContentBlock),
-    source: Schema.Struct({ kind: Schema.String }, Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+    // H11: a context message's source is never the user
+    source: Schema.Struct({ kind: Schema.NonEmptyString }, Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+      .pipe(Schema.filter((source) => source.kind !== "user", { message: () => "source.kind must not be \"user\"" })),
     meta: Schema.optional(Schema.Unknown)
   }),
   "tool/result": Schema.Struct({

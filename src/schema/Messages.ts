@@ -49,20 +49,20 @@ export interface MessageSource {
   readonly [key: string]: unknown
 }
 export const MessageSource: Schema.Schema<MessageSource> = Schema.Struct(
-  { kind: Schema.String },
+  { kind: Schema.NonEmptyString },
   Schema.Record({ key: Schema.String, value: Schema.Unknown })
 )
 
 /** The source of an assistant message. */
 export const ModelSource = Schema.Struct({
   kind: Schema.Literal("model"),
-  provider: Schema.String,
-  model: Schema.String,
+  provider: Schema.NonEmptyString,
+  model: Schema.NonEmptyString,
   replayState: Schema.optional(Schema.Unknown)
 })
 
 /** The source of a tool result. */
-export const ToolSource = Schema.Struct({ kind: Schema.Literal("tool"), callId: Schema.String })
+export const ToolSource = Schema.Struct({ kind: Schema.Literal("tool"), callId: Schema.NonEmptyString })
 
 /** A message as sent to a model. */
 export interface Message {
@@ -75,7 +75,7 @@ export interface Message {
 
 /** A user-role message (`user/message` data, `context/message` projection, tool results). */
 export const UserMessage = Schema.Struct({
-  id: Schema.String,
+  id: Schema.NonEmptyString,
   role: Schema.Literal("user"),
   content: Schema.Array(ContentBlock),
   source: MessageSource
@@ -84,7 +84,7 @@ export type UserMessage = typeof UserMessage.Type
 
 /** An assistant message. */
 export const AssistantMessage = Schema.Struct({
-  id: Schema.String,
+  id: Schema.NonEmptyString,
   role: Schema.Literal("assistant"),
   content: Schema.Array(ContentBlock),
   source: ModelSource
@@ -93,11 +93,25 @@ export type AssistantMessage = typeof AssistantMessage.Type
 
 /** A tool result message: exactly one `tool-result` block answering `source.callId`. */
 export const ToolResultMessage = Schema.Struct({
-  id: Schema.String,
+  id: Schema.NonEmptyString,
   role: Schema.Literal("user"),
   content: Schema.Tuple(ToolResultBlock),
   source: ToolSource
-})
+}).pipe(
+  // H9: the result answers the call its source names
+  Schema.filter((m) => m.content[0].toolCallId === m.source.callId, {
+    message: () => "mismatched tool call ids",
+    // generated results answer their own call (a filter over random ids would almost never pass)
+    arbitrary: () => (fc) =>
+      fc.record({ id: fc.string({ minLength: 1 }), callId: fc.string({ minLength: 1 }), text: fc.string(), isError: fc.boolean() })
+        .map(({ callId, id, isError, text }) => ({
+          id,
+          role: "user" as const,
+          content: [{ type: "tool-result" as const, toolCallId: callId, content: [{ type: "text", text }], isError }] as const,
+          source: { kind: "tool" as const, callId }
+        }))
+  })
+)
 export type ToolResultMessage = typeof ToolResultMessage.Type
 
 /** Token usage with disjoint counts (billed input = input + cacheRead + cacheWrite). */

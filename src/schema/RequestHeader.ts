@@ -7,9 +7,9 @@ import { encodeJson, type Json } from "./Json.js"
 
 /** The call scalars of a request. */
 export const RequestConfig = Schema.Struct({
-  provider: Schema.String,
-  model: Schema.String,
-  reasoningEffort: Schema.optional(Schema.String),
+  provider: Schema.NonEmptyString,
+  model: Schema.NonEmptyString,
+  reasoningEffort: Schema.optional(Schema.NonEmptyString),
   temperature: Schema.optional(Schema.Number),
   maxTokens: Schema.optional(Schema.Number),
   stop: Schema.optional(Schema.Array(Schema.String))
@@ -20,7 +20,7 @@ export type RequestConfig = typeof RequestConfig.Type
 export const AdapterDefaults = Schema.Struct({
   reasoningEffort: Schema.optional(Schema.Literal(true)),
   maxTokens: Schema.optional(Schema.Literal(true))
-})
+}).annotations({ parseOptions: { onExcessProperty: "error" } }) // I4: no other keys
 
 /** One tool as offered to the model. */
 export const ToolSpec = Schema.Struct({
@@ -36,7 +36,14 @@ export const RequestHeader = Schema.Struct({
   adapterDefaults: Schema.optional(AdapterDefaults),
   system: Schema.optional(Schema.String),
   tools: Schema.optional(Schema.Array(ToolSpec))
-})
+}).pipe(
+  // I6: an adapter default marks a config field that is present
+  Schema.filter((h) =>
+    (h.adapterDefaults?.reasoningEffort !== true || h.config.reasoningEffort !== undefined) &&
+    (h.adapterDefaults?.maxTokens !== true || h.config.maxTokens !== undefined), {
+    message: () => "an adapter default marks an absent config field"
+  })
+)
 export type RequestHeader = typeof RequestHeader.Type
 
 /** Why a snapshot was written (SPEC §5.3). */
