@@ -155,7 +155,7 @@ describe.concurrent("session-log on .jsonl files", () => {
     const at2 = json(await cli(["request", "--json", "--at", "2", file], dir))
     assert.strictEqual(at2.header, null)
     const out = await cli(["request", "--json", "--at", "99", file], dir)
-    assert.strictEqual(out.code, 1)
+    assert.strictEqual(out.code, 2) // a seq outside the log: not found (SPEC §12, issue 14)
     assert.strictEqual(json(out).error.rule, "L10")
   })
 

@@ -5,6 +5,7 @@
  */
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
+import * as HelpDoc from "@effect/cli/HelpDoc"
 import * as Options from "@effect/cli/Options"
 import * as PlatformCommand from "@effect/platform/Command"
 import type * as CommandExecutor from "@effect/platform/CommandExecutor"
@@ -52,11 +53,13 @@ import {
 } from "./Output.js"
 import {
   loadSource,
+  openExistingStore,
   openStore,
   parseStoreSpec,
   type SessionSource,
   sessionSource,
   type StoreSpec,
+  storeNotFound,
   UsageError
 } from "./Target.js"
 
@@ -80,7 +83,7 @@ const runCommand = <A, E extends { readonly _tag: string }>(
       onFailure: (e) =>
         Effect.zipRight(
           json ? printJson(errorDocument(e)) : Console.error(describeError(e)),
-          setExit(exitCodeFor(e._tag))
+          setExit(exitCodeFor(e))
         )
     })
   )
@@ -176,8 +179,8 @@ const listCommand = Command.make("list", { json, store }, (o) =>
     o.json,
     Effect.gen(function*() {
       const spec = yield* resolveSpec(o.store)
-      const { store: s } = yield* openStore(spec, { mustExist: true })
-      if (s === undefined) return []
+      // a store that does not exist is not found (exit 2), never "no sessions", and is not created
+      const s = yield* openExistingStore(spec)
       const headers = yield* s.list()
       return yield* Effect.forEach(headers, (h) =>
         s.load(h.id).pipe(
@@ -208,7 +211,7 @@ const renderVerify = (jsonOut: boolean, report: VerifyReport, label: string) =>
         ? `${green("valid")} ${label}: ${report.events} events, ${report.surface.length} surface nodes`
         : `${red("invalid")} ${label}\n  ${describeError(report.error as unknown as { _tag: string })}`
     ),
-    setExit(report.ok ? 0 : exitCodeFor(report.error._tag))
+    setExit(report.ok ? 0 : exitCodeFor(report.error))
   )
 
 const verifyCommand = Command.make("verify", { json, store, session, file }, (o) =>
@@ -220,7 +223,7 @@ const verifyCommand = Command.make("verify", { json, store, session, file }, (o)
         Effect.gen(function*() {
           const spec = yield* resolveSpec(o.store)
           const { store: s } = yield* openStore(spec, { mustExist: true })
-          if (s === undefined) return yield* new UsageError({ detail: `no store at ${o.store}` })
+          if (s === undefined) return yield* storeNotFound(o.store)
           const headers = yield* s.list()
           // JSONL: also the session files whose header cannot be read (`list` skips them)
           const listed = new Set(headers.map((h) => `${encodeSessionId(h.id)}.jsonl`))
@@ -256,7 +259,7 @@ const verifyCommand = Command.make("verify", { json, store, session, file }, (o)
               for (const r of reports) yield* renderVerify(false, r, r.id)
               if (reports.length === 0) yield* Console.log(dim("no sessions"))
             }
-            for (const r of reports) if (!r.ok) yield* setExit(exitCodeFor(r.error._tag))
+            for (const r of reports) if (!r.ok) yield* setExit(exitCodeFor(r.error))
           })
       )
     }
@@ -322,6 +325,7 @@ const requestCommand = Command.make("request", { json, store, session, file, at 
       const events = storedEvents(r)
       const seq = Option.getOrElse(o.at, () => events.length - 1)
       const snap = requestAtLog(events, seq)
+      // the log itself was validated above: an L10 here is a seq that is not in it (exit 2)
       if ("_tag" in snap) return yield* snap
       return { seq, header: snap.header ?? null, messages: snap.messages }
     }),
@@ -431,7 +435,7 @@ const exportCommand = Command.make("export", { json, store, session, file, out, 
       if (Option.isNone(o.session) && Option.isNone(o.file)) {
         const spec = yield* resolveSpec(o.store)
         const { store: s } = yield* openStore(spec, { mustExist: true })
-        if (s === undefined) return yield* new UsageError({ detail: `no store at ${o.store}` })
+        if (s === undefined) return yield* storeNotFound(o.store)
         if (Option.isNone(o.out)) return yield* new UsageError({ detail: "exporting a whole store needs --out <dir>" })
         const headers = yield* s.list()
         const bar = progress("export", headers.length)
@@ -647,12 +651,22 @@ const migrateCommand = Command.make("migrate", { json, store, session, file }, (
       const target = whole
         ? { spec: yield* resolveSpec(o.store), id: undefined }
         : yield* Effect.flatMap(resolve(o.file, o.session, o.store), storeOfSource)
-      const { store: s } = yield* openStore(target.spec, { mustExist: true })
-      if (s === undefined) return yield* new UsageError({ detail: `no store at ${o.store}` })
+      const s = yield* openExistingStore(target.spec)
       const program = target.id === undefined ? Migrate.migrateStore() : Effect.map(Migrate.migrateSession(target.id), (r) => [r])
       if (target.spec.kind !== "jsonl") return yield* program.pipe(Effect.provideService(SessionStore, s))
       return yield* keepingModes(target.spec.root, target.id === undefined ? undefined : [target.id], s, program)
-    }),
+    }).pipe(
+      // the report array in every case (DESIGN §6): a refusal before any session could be migrated
+      // (a file refused at read time, a missing store) is one failed entry, the way Migrate reports
+      // a failed session; it names the file as given, the --session id or the store
+      Effect.catchAll((e) =>
+        Effect.succeed<ReadonlyArray<Migrate.MigrateReport>>([{
+          id: Option.getOrElse(o.file, () => Option.getOrElse(o.session, () => o.store)),
+          status: "failed",
+          error: errorDocument(e).error
+        }])
+      )
+    ),
     (reports) =>
       Effect.gen(function*() {
         if (o.json) yield* printJson(reports)
@@ -668,7 +682,7 @@ const migrateCommand = Command.make("migrate", { json, store, session, file }, (
             )
           )
         }
-        for (const r of reports) if (r.error !== undefined) yield* setExit(exitCodeFor(r.error._tag))
+        for (const r of reports) if (r.error !== undefined) yield* setExit(exitCodeFor(r.error))
       })
   )).pipe(Command.withDescription("upgrade v0 sessions to v1 (keeps the original as a backup)"))
 
@@ -837,3 +851,36 @@ export const root = Command.make("session-log").pipe(
 
 /** The CLI application. */
 export const cli = Command.run(root, { name: "session-log", version: "0.1.0" })
+
+/** Whether the command line asks for `--json` (before a `--` that ends the options). */
+const wantsJson = (argv: ReadonlyArray<string>): boolean => {
+  const args = argv.slice(2)
+  const end = args.indexOf("--")
+  return (end < 0 ? args : args.slice(0, end)).includes("--json")
+}
+
+// eslint-disable-next-line no-control-regex
+const plain = (s: string): string => s.replace(/\u001b\[[0-9;]*m/g, "").replace(/\s+/g, " ").trim()
+
+/**
+ * Run the CLI on `argv` (exit code in `exitState`). An argument error @effect/cli rejects (a
+ * mistyped option, a missing or bad value, an unknown command) is exit 2: with `--json` it is one
+ * `UsageError` document on stdout and @effect/cli's own text is not printed; without `--json`
+ * people get @effect/cli's explanation on stderr.
+ */
+export const main = (argv: ReadonlyArray<string>) => {
+  const jsonOut = wantsJson(argv)
+  const run = jsonOut
+    // with --json only the commands' own output remains: @effect/cli prints its argument errors
+    // with Console.error, which the commands never use in --json mode (logs go to the logger)
+    ? Effect.consoleWith((c) => Console.withConsole(cli(argv), { ...c, error: () => Effect.void }))
+    : cli(argv)
+  return run.pipe(
+    Effect.catchAll((e) =>
+      Effect.zipRight(
+        jsonOut ? printJson(errorDocument(new UsageError({ detail: plain(HelpDoc.toAnsiText(e.error)) }))) : Effect.void,
+        setExit(2)
+      )
+    )
+  )
+}

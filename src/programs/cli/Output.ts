@@ -25,8 +25,22 @@ const INVALID_DATA: ReadonlySet<string> = new Set([
   "InvariantViolation"
 ])
 
-/** Exit code of a failure (SPEC §12): 1 invalid data, 2 unusable input or I/O failure. */
-export const exitCodeFor = (tag: string): 1 | 2 => (INVALID_DATA.has(tag) ? 1 : 2)
+/** Fork refusals that say the input names nothing there (exit 2), not that the data is invalid. */
+const FORK_NOT_THERE: ReadonlySet<string> = new Set(["SESSION_NOT_FOUND", "SESSION_ALREADY_EXISTS"])
+
+/**
+ * Exit code of a failure (SPEC §12): 1 the data is invalid, 2 usage, not found or I/O. Not found
+ * includes a seq outside the log (L10), a fork source that is not there or a child id that is
+ * taken, and a fork boundary outside the log (M4, M5).
+ */
+export const exitCodeFor = (error: { readonly _tag: string; readonly rule?: unknown; readonly code?: unknown }): 1 | 2 => {
+  if (error._tag === "SeqNotContiguous" && error.rule === "L10") return 2
+  if (error._tag === "ForkRejected") {
+    if (typeof error.code === "string" && FORK_NOT_THERE.has(error.code)) return 2
+    if (error.rule === "M4" || error.rule === "M5") return 2
+  }
+  return INVALID_DATA.has(error._tag) ? 1 : 2
+}
 
 const useColour = (): boolean => process.stdout.isTTY === true && process.env.NO_COLOR === undefined
 

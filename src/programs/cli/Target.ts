@@ -14,8 +14,12 @@ import { makeJsonlStore, readJsonlFile } from "../../layers/JsonlStore.js"
 import { makeSqliteStore } from "../../layers/SqliteStore.js"
 import type { LoadError, LoadResult, SessionStoreShape } from "../../services/SessionStore.js"
 
-/** A usage problem: bad arguments, an unknown store scheme (exit code 2). */
-export class UsageError extends Data.TaggedError("UsageError")<{ readonly detail: string }> {
+/**
+ * A usage problem: bad arguments (also those @effect/cli rejects), an unknown store scheme, a
+ * store that does not exist, a seq outside the log (exit code 2). `rule` names the SPEC rule
+ * behind it when there is one (e.g. L10 for a seq outside the log).
+ */
+export class UsageError extends Data.TaggedError("UsageError")<{ readonly detail: string; readonly rule?: string }> {
   override get message(): string {
     return this.detail
   }
@@ -60,6 +64,20 @@ export const openStore = (
       : yield* makeJsonlStore({ root: spec.root })
     return { store, location }
   })
+
+/** The refusal for a store that does not exist (a reading or updating command creates none). */
+export const storeNotFound = (store: string): UsageError =>
+  new UsageError({ detail: `no store at ${store}: not found (nothing was created)` })
+
+/** Open a store that must exist: a missing SQLite file or JSONL root is `storeNotFound` (exit 2). */
+export const openExistingStore = (spec: StoreSpec) =>
+  Effect.flatMap(
+    openStore(spec, { mustExist: true }),
+    ({ store: s }) =>
+      s === undefined
+        ? Effect.fail(storeNotFound(spec.kind === "sqlite" ? spec.filename : `jsonl:${spec.root}`))
+        : Effect.succeed(s)
+  )
 
 /** Where a session comes from. */
 export type SessionSource =

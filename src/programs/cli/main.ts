@@ -8,14 +8,13 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
-import { cli, exitState } from "./Commands.js"
+import { exitState, main } from "./Commands.js"
 
 // logs (e.g. a skipped unreadable file) go to stderr: stdout carries the one JSON document
 const logToStderr = Logger.replace(Logger.defaultLogger, Logger.prettyLogger({ stderr: true }))
 
-const program = cli(process.argv).pipe(
-  // argument errors were already printed by @effect/cli
-  Effect.catchAll(() => Effect.sync(() => void (exitState.code = 2))),
+// argument errors are exit 2 (with --json one UsageError document on stdout), see `main`
+const program = main(process.argv).pipe(
   Effect.provide(Layer.merge(NodeContext.layer, logToStderr))
 )
 
