@@ -1,7 +1,8 @@
 /**
  * Spans (issue 12 point 5): a user who provides a tracer (e.g. `@effect/opentelemetry`) sees the
- * session's work as spans — create, each append, a model call, a turn, a compaction, open with its
- * repair, inspect, verify — here recorded by a minimal in-memory tracer.
+ * session's work as spans — create, a model call, a turn, a compaction, open with its repair,
+ * inspect, verify, and each append once `TraceAppends` is on — here recorded by a minimal
+ * in-memory tracer.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -14,7 +15,7 @@ import { layerSummarizerDeterministic } from "../src/layers/SummarizerLive.js"
 import * as AgentLoop from "../src/programs/AgentLoop.js"
 import * as Compact from "../src/programs/Compact.js"
 import * as Verify from "../src/programs/Verify.js"
-import { Session } from "../src/services/Session.js"
+import { Session, TraceAppends } from "../src/services/Session.js"
 import { backends, environment, route, system, toolkit } from "./agent/helpers.js"
 
 /** A tracer that records the name of every span it starts. */
@@ -89,6 +90,20 @@ describe("spans", () => {
       ) assert.include(names, name)
     }).pipe(
       Effect.provide(Layer.merge(environment(backends[0].layer(), scripts), layerSummarizerDeterministic)),
+      Effect.provideService(TraceAppends, true),
+      Effect.withTracer(recordingTracer(names))
+    )
+  })
+
+  it.scoped("without TraceAppends an append records no span of its own (the hot path), the rest still does", () => {
+    const names: Array<string> = []
+    return Effect.gen(function*() {
+      const session = yield* SessionLive.create({ id: "untraced" })
+      yield* session.append("turn/start", { turn: 1 })
+      assert.include(names, "Session.create")
+      assert.notInclude(names, "Session.append")
+    }).pipe(
+      Effect.provide(environment(backends[0].layer(), [])),
       Effect.withTracer(recordingTracer(names))
     )
   })

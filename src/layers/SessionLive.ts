@@ -41,6 +41,7 @@ import {
   type RequestSnapshot,
   Session,
   type SessionShape,
+  TraceAppends,
   type ValidatorFactory
 } from "../services/Session.js"
 import { precheckBatch, type ReadError, SessionStore, type SessionStoreShape } from "../services/SessionStore.js"
@@ -117,12 +118,15 @@ const appendSpan = <A, E>(effect: Effect.Effect<A, E>, type: unknown): Effect.Ef
     attributes: { type: typeof type === "string" ? type : "invalid" }
   })
 
+const untraced = <A, E>(effect: Effect.Effect<A, E>, _type: unknown): Effect.Effect<A, E> => effect
+
 /** Build the handle over a validated, committed log. */
 const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never, Scope.Scope> =>
   Effect.gen(function*() {
     const { header, store, tracker, validators } = init
     const id = header.id
     const log = init.events
+    const traced = (yield* TraceAppends) ? appendSpan : untraced
     const lock = yield* Effect.makeSemaphore(1)
     const pubsub = yield* Effect.acquireRelease(PubSub.unbounded<Event>(), PubSub.shutdown)
     let state: "open" | "failed" | "closed" = "open"
@@ -220,7 +224,7 @@ const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never, Scope.
     }
 
     const appendUnknown = (type: unknown, data: unknown, options?: AppendOptions): Effect.Effect<Event, AppendError> =>
-      appendSpan(withLock(Effect.flatMap(Clock.currentTimeMillis, (time): Effect.Effect<Event, AppendError> => {
+      traced(withLock(Effect.flatMap(Clock.currentTimeMillis, (time): Effect.Effect<Event, AppendError> => {
         const prepared = prepare(type, data, options, time)
         if ("_tag" in prepared) return Effect.fail(prepared)
         const seq = prepared.seq

@@ -134,6 +134,15 @@ export interface SessionShape {
 /** The current session of a program. */
 export class Session extends Context.Tag("effect-session-log/Session")<Session, SessionShape>() {}
 
+/**
+ * Whether handles built in this context record a span per append (`Session.append`). Off by
+ * default: Effect's span machinery costs about 5 µs per append, several times the append itself
+ * on the memory store; every other operation is always traced. Read once when a handle is built.
+ */
+export class TraceAppends extends Context.Reference<TraceAppends>()("effect-session-log/TraceAppends", {
+  defaultValue: () => false
+}) {}
+
 /** A pre-commit validator (SPEC §11.2): `check` may veto a candidate, `apply` runs after commit. */
 export interface PreCommitValidator {
   readonly check: (candidate: Event, ctx: { readonly logLength: number }) => Effect.Effect<void, InvariantViolation>
