@@ -179,6 +179,8 @@ export const make = (root: string): Effect.Effect<JsonlFiles, never, FileSystem.
           )
           if (linked) break
         }
+        // the replacement keeps the original's permission bits (existing files are not changed, §7.4.3)
+        yield* fs.chmod(temp, (yield* fs.stat(file)).mode & 0o7777)
         yield* fs.rename(temp, file)
         yield* fsyncDirectory(fs, dir)
       }).pipe(Effect.tapError(() => removeQuietly(temp)))

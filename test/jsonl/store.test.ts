@@ -144,6 +144,21 @@ describe("JsonlStore write path", () => {
       assert.deepStrictEqual(yield* store.list(), [])
     }).pipe(provide))
 
+  it.scoped("replaceLog keeps the replaced file's permission bits (a 0644 or 0640 log stays so; §7.4.3: existing files are not changed)", () =>
+    Effect.gen(function*() {
+      const { fs, root, store, fileOf } = yield* fixture()
+      yield* fs.makeDirectory(root, { recursive: true })
+      const upgraded = validateSessionHeader(header("m")) as SessionHeader
+      for (const mode of [0o644, 0o640]) {
+        yield* fs.writeFileString(fileOf("m"), fileText("m", [turnStart(0)], { version: 0 }))
+        yield* fs.chmod(fileOf("m"), mode)
+        const loaded = yield* store.load("m")
+        yield* store.replaceLog("m", upgraded, turn(0), { revision: loaded.revision, backup: "v0" })
+        assert.strictEqual((yield* fs.stat(fileOf("m"))).mode & 0o777, mode)
+        assert.strictEqual(yield* fs.readFileString(fileOf("m")), toJsonlText(upgraded, turn(0)))
+      }
+    }).pipe(provide))
+
   it.scoped("replaceLog swaps the file atomically, keeps .v<version>.bak backups and checks the revision (L8)", () =>
     Effect.gen(function*() {
       const { fs, root, store, fileOf } = yield* fixture()

@@ -612,37 +612,6 @@ const forkCommand = Command.make("fork", { json, store, session, file, at, child
       )
   )).pipe(Command.withDescription("start a child session from a closed-turn boundary (--at <seq>)"))
 
-/**
- * Run a migration of JSONL sessions and give each upgraded file the permission bits its original
- * had (the rewritten file is created private): `ids`, or every listed session.
- */
-const keepingModes = <E>(
-  root: string,
-  ids: ReadonlyArray<string> | undefined,
-  store: SessionStoreShape,
-  program: Effect.Effect<ReadonlyArray<Migrate.MigrateReport>, E, SessionStore>
-) =>
-  Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
-    const path = yield* Path.Path
-    const fileOf = (id: string) => path.join(root, `${encodeSessionId(id)}.jsonl`)
-    const modes = new Map<string, number>()
-    for (const id of ids ?? (yield* store.list()).map((h) => h.id)) {
-      const info = yield* fs.stat(fileOf(id)).pipe(Effect.option)
-      if (Option.isSome(info)) modes.set(id, info.value.mode & 0o7777)
-    }
-    const reports = yield* program.pipe(Effect.provideService(SessionStore, store))
-    for (const r of reports) {
-      const mode = modes.get(r.id)
-      if (r.status !== "upgraded" || mode === undefined) continue
-      // the upgrade itself succeeded: a failure here is a warning (stderr), the report stands
-      yield* fs.chmod(fileOf(r.id), mode).pipe(
-        Effect.catchAll((e) => Effect.logWarning(`could not restore mode ${mode.toString(8)} of ${fileOf(r.id)}: ${e.message}`))
-      )
-    }
-    return reports
-  })
-
 const migrateCommand = Command.make("migrate", { json, store, session, file }, (o) =>
   runCommand(
     o.json,
@@ -653,8 +622,8 @@ const migrateCommand = Command.make("migrate", { json, store, session, file }, (
         : yield* Effect.flatMap(resolve(o.file, o.session, o.store), storeOfSource)
       const s = yield* openExistingStore(target.spec)
       const program = target.id === undefined ? Migrate.migrateStore() : Effect.map(Migrate.migrateSession(target.id), (r) => [r])
-      if (target.spec.kind !== "jsonl") return yield* program.pipe(Effect.provideService(SessionStore, s))
-      return yield* keepingModes(target.spec.root, target.id === undefined ? undefined : [target.id], s, program)
+      // an upgraded JSONL file keeps its permission bits (the store's replaceLog keeps them)
+      return yield* program.pipe(Effect.provideService(SessionStore, s))
     }).pipe(
       // the report array in every case (DESIGN §6): a refusal before any session could be migrated
       // (a file refused at read time, a missing store) is one failed entry, the way Migrate reports
