@@ -17,7 +17,12 @@ import { HEADER_REASONS } from "./RequestHeader.js"
 
 type Rec = Record<string, unknown>
 
-const isRecord = (v: unknown): v is Rec => typeof v === "object" && v !== null && !Array.isArray(v)
+/** A plain JSON object (not null, not an array). */
+export const isRecord = (v: unknown): v is Rec => typeof v === "object" && v !== null && !Array.isArray(v)
+
+/** A failed lossless walk (A1–A9) of the value at `seq`, as its error. */
+export const notLossless = (rule: string, seq: number, path: string, detail: string): NotLosslessJson =>
+  new NotLosslessJson({ rule, seq, path, detail })
 const isNonEmptyString = (v: unknown): v is string => typeof v === "string" && v.length > 0
 const isSafeNonNegInt = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0
 const envelopeKeySet: ReadonlySet<string> = new Set(ENVELOPE_KEYS)

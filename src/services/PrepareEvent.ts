@@ -7,7 +7,7 @@ import {
   InvalidEnvelope,
   type LegacyFormRefused,
   type MessageShapeInvalid,
-  NotLosslessJson,
+  type NotLosslessJson,
   ProvenanceInvalid,
   type RequestHeaderInvalid,
   SurfaceMarkerInvalid
@@ -15,7 +15,7 @@ import {
 import { encodeEvent, markTrusted, orderEnvelope } from "../schema/EventCodec.js"
 import type { AppendOptions, Event } from "../schema/Events.js"
 import { utf8Length, walkJson } from "../schema/Json.js"
-import { checkLegacy, checkTypeShape } from "../schema/Validation.js"
+import { checkLegacy, checkTypeShape, isRecord, notLossless } from "../schema/Validation.js"
 
 /** An event built by the pipeline: frozen, keys in §1.1 order, with its JSON text. */
 export interface PreparedEvent {
@@ -34,10 +34,6 @@ export type PrepareError =
   | ProvenanceInvalid
 
 type Rec = Record<string, unknown>
-const isRecord = (v: unknown): v is Rec => typeof v === "object" && v !== null && !Array.isArray(v)
-
-const lossless = (rule: string, seq: number, path: string, detail: string) =>
-  new NotLosslessJson({ rule, seq, path, detail })
 
 /**
  * Steps 2–7 for the event that would get `seq` at `time`: the prepared event, or the first
@@ -66,7 +62,7 @@ export const prepareEvent = (
     })
   }
   const walked = walkJson(data, "/data")
-  if (walked._tag === "Fail") return lossless(walked.rule, seq, walked.path, walked.detail)
+  if (walked._tag === "Fail") return notLossless(walked.rule, seq, walked.path, walked.detail)
   const legacy = checkLegacy(type, walked.value, seq)
   if (legacy !== undefined) return legacy
   const shape = checkTypeShape(type, walked.value, seq)

@@ -10,7 +10,6 @@ import {
   InvalidEnvelope,
   type InvariantViolation,
   LegacyFormRefused,
-  NotLosslessJson,
   SeqNotContiguous,
   StoreCorrupt,
   type ValidationError
@@ -19,7 +18,7 @@ import { isOrderedEnvelope, markTrusted, orderEnvelope } from "../schema/EventCo
 import type { Event } from "../schema/Events.js"
 import { deepFreeze, walkJson } from "../schema/Json.js"
 import type { SessionHeader } from "../schema/SessionHeader.js"
-import { checkEnvelope, checkLegacy, checkRecordKind, checkTypeShape } from "../schema/Validation.js"
+import { checkEnvelope, checkLegacy, checkRecordKind, checkTypeShape, isRecord, notLossless } from "../schema/Validation.js"
 import { Invariants } from "./Invariants.js"
 import type { PreCommitValidator, ValidatorFactory } from "./Session.js"
 import { isPlan, SurfaceTracker } from "./SurfaceManager.js"
@@ -28,10 +27,6 @@ import { isPlan, SurfaceTracker } from "./SurfaceManager.js"
 export type SeedError = ValidationError | InvariantViolation
 
 type Rec = Record<string, unknown>
-const isRecord = (v: unknown): v is Rec => typeof v === "object" && v !== null && !Array.isArray(v)
-
-const lossless = (rule: string, seq: number, path: string, detail: string) =>
-  new NotLosslessJson({ rule, seq, path, detail })
 
 /**
  * The seed pipeline (SPEC §3.2) for every record, in order: kind and walk (skipped for records
@@ -66,7 +61,7 @@ export const validateSeed = (
         const kind = checkRecordKind(raw, i)
         if (kind !== undefined) return yield* kind
         const walked = walkJson(raw)
-        if (walked._tag === "Fail") return yield* lossless(walked.rule, i, walked.path, walked.detail)
+        if (walked._tag === "Fail") return yield* notLossless(walked.rule, i, walked.path, walked.detail)
         record = walked.value as Rec
       }
       const env = checkEnvelope(record, i)

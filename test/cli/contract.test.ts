@@ -8,27 +8,14 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll } from "vitest"
-import { buildBundle, json, removeBundle, type Run, runCli } from "./helpers.js"
+import { buildBundle, closedTurnLog, json, removeBundle, type Run, runCli } from "./helpers.js"
 
 // generous limits: these tests spawn many processes on a possibly loaded machine; nothing is timed
 const SLOW = { timeout: 600_000 }
 
 const cli = (args: ReadonlyArray<string>): Promise<Run> => runCli(bundle, args, dir)
 
-const line = (v: unknown) => JSON.stringify(v)
-const validLog = (id: string) =>
-  [
-    line({ type: "session", version: 1, id, createdAt: 1 }),
-    line({ type: "turn/start", seq: 0, time: 10, data: { turn: 1 } }),
-    line({
-      type: "user/message",
-      seq: 1,
-      time: 11,
-      data: { id: "u1", role: "user", content: [{ type: "text", text: "hi" }], source: { kind: "user" } },
-      surfaceOp: "append"
-    }),
-    line({ type: "turn/end", seq: 2, time: 12, data: { turn: 1, reason: { kind: "completed" } } })
-  ].join("\n") + "\n"
+const validLog = (id: string) => closedTurnLog(id)
 
 let dir: string
 let bundle: string

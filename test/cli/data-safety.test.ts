@@ -11,7 +11,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll } from "vitest"
-import { buildBundle, json, removeBundle, type Run, runCli } from "./helpers.js"
+import { buildBundle, closedTurnLog, json, removeBundle, type Run, runCli } from "./helpers.js"
 import { makeSqliteStore } from "../../src/layers/SqliteStore.js"
 import { importItems, readImportFiles } from "../../src/programs/cli/ImportFiles.js"
 import type { StoreSpec } from "../../src/programs/cli/Target.js"
@@ -36,22 +36,9 @@ afterAll(() => {
   removeBundle(bundle)
 })
 
-const line = (v: unknown) => JSON.stringify(v)
 
 /** A valid, closed one-turn log. */
-const validLog = (id: string) =>
-  [
-    line({ type: "session", version: 1, id, createdAt: 1 }),
-    line({ type: "turn/start", seq: 0, time: 10, data: { turn: 1 } }),
-    line({
-      type: "user/message",
-      seq: 1,
-      time: 11,
-      data: { id: "u1", role: "user", content: [{ type: "text", text: `hello from ${id}` }], source: { kind: "user" } },
-      surfaceOp: "append"
-    }),
-    line({ type: "turn/end", seq: 2, time: 12, data: { turn: 1, reason: { kind: "completed" } } })
-  ].join("\n") + "\n"
+const validLog = (id: string) => closedTurnLog(id, `hello from ${id}`)
 
 /** A fresh directory under the test root. */
 const fresh = (name: string) => {

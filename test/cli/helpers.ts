@@ -50,3 +50,21 @@ export const buildBundle = (name: string): Promise<string> => {
 export const removeBundle = (bundle: string | undefined): void => {
   if (bundle !== undefined) fs.rmSync(bundle, { force: true })
 }
+
+/** One JSON record as a JSONL line (without the newline). */
+export const line = (v: unknown): string => JSON.stringify(v)
+
+/** A valid, closed one-turn log of session `id` whose user message says `text`. */
+export const closedTurnLog = (id: string, text = "hi"): string =>
+  [
+    line({ type: "session", version: 1, id, createdAt: 1 }),
+    line({ type: "turn/start", seq: 0, time: 10, data: { turn: 1 } }),
+    line({
+      type: "user/message",
+      seq: 1,
+      time: 11,
+      data: { id: "u1", role: "user", content: [{ type: "text", text }], source: { kind: "user" } },
+      surfaceOp: "append"
+    }),
+    line({ type: "turn/end", seq: 2, time: 12, data: { turn: 1, reason: { kind: "completed" } } })
+  ].join("\n") + "\n"
