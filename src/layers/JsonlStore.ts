@@ -16,7 +16,7 @@ import type { Event } from "../schema/Events.js"
 import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES } from "../schema/Format.js"
 import { type SessionHeader, validateSessionHeader } from "../schema/SessionHeader.js"
 import {
-  appendPrechecked,
+  appendPrepared,
   type LoadError,
   readFromLoad,
   SessionStore,
@@ -100,7 +100,7 @@ export const makeJsonlStore = (
       // The hot path: untraced (a span costs about a third of the CPU of a single-event append),
       // and in the common case one synchronous step after the pre-checks.
       append: (id, events, options) =>
-        appendPrechecked(events, options, { maxEventBytes }, (checked, expectedSeq) => append(p, id, checked, expectedSeq)),
+        appendPrepared(events, options, { maxEventBytes }, (checked, expectedSeq) => append(p, id, checked, expectedSeq)),
 
       load: Effect.fn("JsonlStore.load")(function*(id: string) {
         const scanned = yield* scanSession(p, id, "load", true)

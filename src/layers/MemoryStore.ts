@@ -10,7 +10,7 @@ import type { Event } from "../schema/Events.js"
 import { type SessionHeader, validateSessionHeader } from "../schema/SessionHeader.js"
 import {
   type BatchCheckOptions,
-  appendPrechecked,
+  appendPrepared,
   readFromLoad,
   SessionStore,
   type SessionStoreShape
@@ -50,7 +50,7 @@ export const makeMemoryStore = (options: MemoryStoreOptions = {}): Effect.Effect
         }),
 
       append: (id, events, appendOptions) =>
-        appendPrechecked(events, appendOptions, options, (checked, expectedSeq) =>
+        appendPrepared(events, appendOptions, options, (checked, expectedSeq) =>
           Effect.gen(function*() {
             const current = stored.get(id)
             if (current === undefined) {

@@ -30,7 +30,7 @@ import {
 import { type SessionHeader, validateSessionHeader } from "../schema/SessionHeader.js"
 import { type ForkPoint, type PlanError, planFork, reject } from "../services/Fork.js"
 import { nextId } from "../services/IdGenerator.js"
-import { prepareEvent } from "../services/PrepareEvent.js"
+import { type PreparedEvent, prepareEvent, prepareValidated } from "../services/PrepareEvent.js"
 import { foldContext, requestAtLog } from "../services/RequestAt.js"
 import { repairLoaded } from "../services/Resume.js"
 import { instantiateValidators, type SeedError, validateSeed, withEndSeed } from "../services/Seed.js"
@@ -44,7 +44,7 @@ import {
   TraceAppends,
   type ValidatorFactory
 } from "../services/Session.js"
-import { precheckBatch, type ReadError, SessionStore, type SessionStoreShape } from "../services/SessionStore.js"
+import { type ReadError, SessionStore, type SessionStoreShape } from "../services/SessionStore.js"
 import { deriveEventMessage, isPlan, SurfaceTracker } from "../services/SurfaceManager.js"
 import { makeWriteBehind } from "./WriteBehind.js"
 
@@ -195,13 +195,13 @@ const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never, Scope.
       ? yield* makeWriteBehind({
         windowMs: init.persistence.windowMs ?? 200,
         storedNext: log.length,
-        write: (batch) => noteConflict(store.append(id, batch, { expectedSeq: batch[0].seq })),
+        write: (batch) => noteConflict(store.append(id, batch, { expectedSeq: batch[0].event.seq })),
         isFailed: () => state === "failed",
         sessionId: id
       })
       : undefined
 
-    /** Steps 0 and 2–8 of SPEC §3.1: everything that needs no effect. Returns the frozen event or the error. */
+    /** Steps 0 and 2–8 of SPEC §3.1: everything that needs no effect. Returns the prepared event or the error. */
     const prepare = (type: unknown, data: unknown, options: AppendOptions | undefined, time: number) => {
       const unusable = checkUsable()
       if (unusable !== undefined) return unusable
@@ -209,28 +209,29 @@ const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never, Scope.
       const prepared = prepareEvent(type, data, options, { seq, time, maxEventBytes: init.maxEventBytes })
       if ("_tag" in prepared) return prepared
       const plan = tracker.plan(prepared.event, seq)
-      return isPlan(plan) ? prepared.event : plan
+      return isPlan(plan) ? prepared : plan
     }
 
     /** Step 11 and later: commit in memory, hand to write-behind, publish. */
-    const commit = (frozen: Event): Effect.Effect<Event> => {
+    const commit = (prepared: PreparedEvent): Effect.Effect<Event> => {
+      const frozen = prepared.event
       log.push(frozen)
       snapshot = undefined
       tracker.catchUp()
       foldHeaders(frozen)
       for (const v of validators) v.apply(frozen)
       const published = PubSub.publish(pubsub, frozen).pipe(Effect.as(frozen))
-      return batched === undefined ? published : Effect.zipRight(batched.enqueue(frozen), published)
+      return batched === undefined ? published : Effect.zipRight(batched.enqueue(prepared), published)
     }
 
     const appendUnknown = (type: unknown, data: unknown, options?: AppendOptions): Effect.Effect<Event, AppendError> =>
       traced(withLock(Effect.flatMap(Clock.currentTimeMillis, (time): Effect.Effect<Event, AppendError> => {
         const prepared = prepare(type, data, options, time)
         if ("_tag" in prepared) return Effect.fail(prepared)
-        const seq = prepared.seq
+        const seq = prepared.event.seq
         let effect: Effect.Effect<unknown, AppendError> = Effect.void
         // step 9: pre-commit validators; step 10: durable persistence
-        for (const v of validators) effect = Effect.zipRight(effect, v.check(prepared, { logLength: seq }))
+        for (const v of validators) effect = Effect.zipRight(effect, v.check(prepared.event, { logLength: seq }))
         // persist and commit as one uninterruptible step: an interruption between the store's
         // acknowledgement and the in-memory commit would leave the handle behind its store
         const persistAndCommit = batched === undefined
@@ -352,13 +353,13 @@ export const fromSeed = (
     const { events, tracker } = yield* validateSeed(options.seed, { validators })
     const firstLiveSeq = events.length
     yield* withEndSeed(events, tracker, validators)
-    // a failed construction registers nothing: run the store's batch pre-checks (B10 with this
-    // session's cap) before `create`. What remains after registration: a store whose own cap is
-    // lower, an I/O failure, or another writer materialising the id first (J14).
-    const prechecked = precheckBatch(events, 0, { maxEventBytes: options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES })
-    if ("_tag" in prechecked) return yield* prechecked
+    // a failed construction registers nothing: serialise and size-check (B10 with this session's
+    // cap) before `create`. What remains after registration: a store whose own cap is lower, an
+    // I/O failure, or another writer materialising the id first (J14).
+    const prepared = prepareValidated(events, options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES)
+    if ("_tag" in prepared) return yield* prepared
     const header = yield* store.create(checked)
-    yield* store.append(header.id, events, { expectedSeq: 0 })
+    yield* store.append(header.id, prepared, { expectedSeq: 0 })
     return yield* makeHandle({
       store,
       header,
@@ -395,7 +396,8 @@ export const open = (
     } else if (r.loaded.tornTail !== undefined) {
       yield* r.store.truncateTornTail(id, r.loaded.tornTail, { revision: r.loaded.revision })
     }
-    const toWrite = [...r.closers, ...marker]
+    const toWrite = prepareValidated([...r.closers, ...marker], options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES)
+    if ("_tag" in toWrite) return yield* toWrite
     yield* r.store.append(id, toWrite, { expectedSeq: r.kept })
     return yield* makeHandle({
       store: r.store,

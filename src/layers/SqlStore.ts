@@ -11,11 +11,11 @@ import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import { StoreCorrupt, type StoreFailure, type StoreSchemaMismatch, UnknownEventType } from "../schema/Errors.js"
 import { type Event, KNOWN_EVENT_TYPES } from "../schema/Events.js"
-import { SESSION_FORMAT_VERSION } from "../schema/Format.js"
+import { DEFAULT_MAX_EVENT_BYTES, SESSION_FORMAT_VERSION } from "../schema/Format.js"
+import { prepareBatch } from "../services/PrepareEvent.js"
 import {
-  appendPrechecked,
+  appendPrepared,
   checkFromSeq,
-  precheckBatch,
   readFromLoad,
   SessionStore,
   type SessionStoreShape
@@ -61,7 +61,7 @@ export const makeSqlStore = (
 
       // The hot path: untraced (a span costs about a third of a single-event append).
       append: (id, events, options) =>
-        appendPrechecked(events, options, batchOptions, (checked, expectedSeq) => Operations.append(store, id, checked, expectedSeq)),
+        appendPrepared(events, options, batchOptions, (checked, expectedSeq) => Operations.append(store, id, checked, expectedSeq)),
 
       load,
 
@@ -93,7 +93,7 @@ export const makeSqlStore = (
       ),
 
       replaceLog: Effect.fn("SqlStore.replaceLog", span)(function*(id, header, events, { backup, revision }) {
-        const checked = precheckBatch(events, 0, batchOptions)
+        const checked = prepareBatch(events, 0, options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES)
         if ("_tag" in checked) {
           return yield* new StoreCorrupt({
             rule: "L9",

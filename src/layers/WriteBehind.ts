@@ -7,12 +7,12 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import type * as Scope from "effect/Scope"
-import type { Event } from "../schema/Events.js"
+import type { PreparedEvent } from "../services/PrepareEvent.js"
 import type { FlushError } from "../services/Session.js"
 
 /** A batched handle's write-behind controller. */
 export interface WriteBehind {
-  readonly enqueue: (event: Event) => Effect.Effect<void>
+  readonly enqueue: (event: PreparedEvent) => Effect.Effect<void>
   readonly flush: Effect.Effect<void, FlushError>
 }
 
@@ -25,14 +25,14 @@ export interface WriteBehind {
 export const makeWriteBehind = (options: {
   readonly windowMs: number
   readonly storedNext: number
-  readonly write: (batch: ReadonlyArray<Event>) => Effect.Effect<void, FlushError>
+  readonly write: (batch: ReadonlyArray<PreparedEvent>) => Effect.Effect<void, FlushError>
   readonly isFailed: () => boolean
   readonly sessionId: string
 }): Effect.Effect<WriteBehind, never, Scope.Scope> =>
   Effect.gen(function*() {
     const scope = yield* Effect.scope
     const writeLock = yield* Effect.makeSemaphore(1)
-    let pending: Array<Event> = []
+    let pending: Array<PreparedEvent> = []
     let storedNext = options.storedNext
     let timer: Fiber.RuntimeFiber<void> | undefined
     let firstPendingAt = 0
@@ -46,13 +46,13 @@ export const makeWriteBehind = (options: {
           pending = []
           return Effect.void
         }
-        const batch = pending.filter((e) => e.seq >= storedNext)
+        const batch = pending.filter((p) => p.event.seq >= storedNext)
         pending = []
         if (batch.length === 0) return Effect.void
         return options.write(batch).pipe(
           Effect.tap(() =>
             Effect.sync(() => {
-              storedNext = batch[batch.length - 1].seq + 1
+              storedNext = batch[batch.length - 1].event.seq + 1
               warned = false
             })
           ),
@@ -94,7 +94,7 @@ export const makeWriteBehind = (options: {
         )
       })
 
-    const enqueue = (event: Event): Effect.Effect<void> =>
+    const enqueue = (event: PreparedEvent): Effect.Effect<void> =>
       Effect.gen(function*() {
         const wasIdle = pending.length === 0
         pending.push(event)

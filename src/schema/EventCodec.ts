@@ -1,16 +1,10 @@
 /**
- * Event serialisation in the fixed key order of SPEC §1.1 (the last frozen event's text is kept,
- * so the size check and the store's write of one append serialise it once), and the registry of
- * events built by this library's walk: detached and deep-frozen, so no later check can differ.
+ * Event serialisation in the fixed key order of SPEC §1.1. Pure: the serialised line of an event
+ * the append pipeline built travels with it (`PreparedEvent`), so nothing here remembers events.
  */
 import type { Event } from "./Events.js"
 import { encodeJson, type Json } from "./Json.js"
 
-let lastEvent: object | undefined
-let lastText = ""
-const trusted = new WeakSet<object>()
-
-/** Rebuild an envelope with its keys in §1.1 order (absent keys omitted). */
 /** The envelope keys in §1.1 order. */
 const ENVELOPE_ORDER: ReadonlyMap<string, number> = new Map(
   ["type", "seq", "time", "data", "sourceEventSeqs", "surfaceOp", "ignorable"].map((k, i) => [k, i])
@@ -32,6 +26,7 @@ export const isOrderedEnvelope = (r: Record<string, unknown>): boolean => {
   return true
 }
 
+/** Rebuild an envelope with its keys in §1.1 order (absent keys omitted), frozen. */
 export const orderEnvelope = (r: Record<string, unknown>): Event => {
   const out: Record<string, unknown> = { type: r.type, seq: r.seq, time: r.time, data: r.data }
   if (r.sourceEventSeqs !== undefined) out.sourceEventSeqs = r.sourceEventSeqs
@@ -40,25 +35,8 @@ export const orderEnvelope = (r: Record<string, unknown>): Event => {
   return Object.freeze(out) as unknown as Event
 }
 
-/** The JSON text of an event (one JSONL line without the newline). */
+/** The JSON text of an event (one JSONL line without the newline), keys in §1.1 order. */
 export const encodeEvent = (event: Event): string => {
-  if (event === lastEvent) return lastText
-  // trusted events are built in §1.1 order already
-  const text = encodeJson(
-    (trusted.has(event) ? event : orderEnvelope(event as unknown as Record<string, unknown>)) as unknown as Json
-  )
-  if (Object.isFrozen(event)) {
-    lastEvent = event
-    lastText = text
-  }
-  return text
+  const r = event as unknown as Record<string, unknown>
+  return encodeJson((isOrderedEnvelope(r) ? r : orderEnvelope(r)) as unknown as Json)
 }
-
-/** Record that `event` was built from walked, deep-frozen parts by this library. */
-export const markTrusted = <E extends Event>(event: E): E => {
-  trusted.add(event)
-  return event
-}
-
-/** True for an event built by this library's walk (its checks cannot have changed). */
-export const isTrusted = (event: unknown): boolean => typeof event === "object" && event !== null && trusted.has(event)

@@ -1,9 +1,13 @@
 /**
- * The effect-free head of the append pipeline (SPEC §3.1 steps 2–7): an append request — type,
- * data, surface intent or log-only options — checked (B2, B6, A1–A9, I7, I8, K10, I, H, D6, E1,
- * E4, B10) and built into a frozen event in §1.1 key order with its serialised line.
+ * The one append pipeline's effect-free head (SPEC §3.1 steps 2–7) and what the stores receive
+ * (§7.1): an append request — type, data, surface intent or log-only options — checked (B2, B6,
+ * A1–A9, I7, I8, K10, I, H, D6, E1, E4, B10) and built into a `PreparedEvent`: the frozen event in
+ * §1.1 key order with its serialised line. A store takes prepared events as they are (it checks
+ * only what it alone can know: the expected seq, its own size cap); plain events handed to a store
+ * by other callers are prepared by `prepareBatch`, which runs the same checks.
  */
 import {
+  AppendConflict,
   InvalidEnvelope,
   type LegacyFormRefused,
   type MessageShapeInvalid,
@@ -12,16 +16,59 @@ import {
   type RequestHeaderInvalid,
   SurfaceMarkerInvalid
 } from "../schema/Errors.js"
-import { encodeEvent, markTrusted, orderEnvelope } from "../schema/EventCodec.js"
+import { encodeEvent, orderEnvelope } from "../schema/EventCodec.js"
 import type { AppendOptions, Event } from "../schema/Events.js"
 import { utf8Length, walkJson } from "../schema/Json.js"
-import { checkLegacy, checkTypeShape, isRecord, notLossless } from "../schema/Validation.js"
+import { checkEnvelope, checkLegacy, checkRecordKind, checkTypeShape, isRecord, notLossless } from "../schema/Validation.js"
 
-/** An event built by the pipeline: frozen, keys in §1.1 order, with its JSON text. */
+declare const PreparedBrand: unique symbol
+
+/**
+ * An event built by the append or seed pipeline: frozen, keys in §1.1 order, every rule of the
+ * pipeline checked, with its JSON text (`line`, one JSONL line without the newline). Only this
+ * module makes them, so a store can trust one without checking it again.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface PreparedEvent {
   readonly event: Event
   readonly line: string
+  readonly [PreparedBrand]: true
 }
+
+class Prepared {
+  constructor(readonly event: Event, readonly line: string) {}
+}
+
+const prepared = (event: Event, line: string): PreparedEvent => new Prepared(event, line) as unknown as PreparedEvent
+
+/**
+ * True for an event prepared by this module (a plain object of the same shape is not one).
+ *
+ * @since 0.1.0
+ * @category guards
+ */
+export const isPreparedEvent = (u: unknown): u is PreparedEvent => u instanceof Prepared
+
+/**
+ * The event of a batch element handed to `SessionStore.append` (prepared or plain).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const eventOf = (item: Event | PreparedEvent): Event => isPreparedEvent(item) ? item.event : item
+
+/** B10: the serialised event is over `maxEventBytes` (UTF-8 bytes; measured only when it could be). */
+const oversize = (line: string, seq: number, maxEventBytes: number): InvalidEnvelope | undefined =>
+  line.length * 3 > maxEventBytes && utf8Length(line) > maxEventBytes
+    ? new InvalidEnvelope({
+      rule: "B10",
+      seq,
+      field: "size",
+      detail: `serialised event is larger than ${maxEventBytes} bytes`
+    })
+    : undefined
 
 /** What steps 2–7 can reject. */
 export type PrepareError =
@@ -94,16 +141,93 @@ export const prepareEvent = (
     event.sourceEventSeqs = w.value
   }
   if (ignorable === true) event.ignorable = true
-  const frozen = markTrusted(orderEnvelope(event))
+  const frozen = orderEnvelope(event)
   const line = encodeEvent(frozen)
-  const bytes = line.length * 3 > maxEventBytes ? utf8Length(line) : -1
-  if (bytes > maxEventBytes) {
-    return new InvalidEnvelope({
-      rule: "B10",
-      seq,
-      field: "size",
-      detail: `serialised event is larger than ${maxEventBytes} bytes`
-    })
+  return oversize(line, seq, maxEventBytes) ?? prepared(frozen, line)
+}
+
+/**
+ * Events the seed pipeline validated (SPEC §3.2: a fork's or a seed's initial log, repair
+ * closers, the end-seed marker), serialised for a store with the B10 size check. The events must
+ * come from `validateSeed` or be built by this library; anything else goes through `prepareBatch`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const prepareValidated = (
+  events: ReadonlyArray<Event>,
+  maxEventBytes: number
+): ReadonlyArray<PreparedEvent> | InvalidEnvelope => {
+  const out: Array<PreparedEvent> = []
+  for (const event of events) {
+    const line = encodeEvent(event)
+    const big = oversize(line, event.seq, maxEventBytes)
+    if (big !== undefined) return big
+    out.push(prepared(event, line))
   }
-  return { event: frozen, line }
+  return out
+}
+
+/** What `prepareBatch` can reject. */
+export type BatchError = NotLosslessJson | InvalidEnvelope | RequestHeaderInvalid | LegacyFormRefused | AppendConflict
+
+/** A batch ready for a store: the events and their lines, index for index. */
+export interface PreparedBatch {
+  readonly events: ReadonlyArray<Event>
+  readonly lines: ReadonlyArray<string>
+}
+
+/**
+ * The checks of `SessionStore.append` (SPEC §7.1) before any concurrency control. A prepared
+ * event is taken as it is: only the store's own size cap (B10) and its place in the batch are
+ * checked. A plain event gets the whole check: the lossless walk (A1–A9), the envelope (B1–B6),
+ * B10, the legacy guard (I8, I7, K10). Then contiguity from `expectedSeq` (C6). Returns the
+ * first error, or the events with their serialised lines.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const prepareBatch = (
+  events: ReadonlyArray<Event | PreparedEvent>,
+  expectedSeq: number,
+  maxEventBytes: number
+): PreparedBatch | BatchError => {
+  const lines: Array<string> = []
+  const out: Array<Event> = []
+  for (let k = 0; k < events.length; k++) {
+    const item = events[k]
+    const seq = expectedSeq + k
+    let event: Event
+    let line: string
+    if (isPreparedEvent(item)) {
+      event = item.event
+      line = item.line
+      const big = oversize(line, seq, maxEventBytes)
+      if (big !== undefined) return big
+    } else {
+      const kind = checkRecordKind(item, seq)
+      if (kind !== undefined) return kind
+      const walked = walkJson(item)
+      if (walked._tag === "Fail") return notLossless(walked.rule, seq, walked.path, walked.detail)
+      const env = checkEnvelope(walked.value as Record<string, unknown>, seq)
+      if (env !== undefined) return env
+      event = walked.value as unknown as Event
+      line = encodeEvent(event)
+      const big = oversize(line, seq, maxEventBytes)
+      if (big !== undefined) return big
+      const legacy = checkLegacy(event.type, event.data, seq)
+      if (legacy !== undefined) return legacy
+    }
+    if (event.seq !== seq) {
+      return new AppendConflict({
+        rule: "C6",
+        expectedSeq,
+        storedSeq: expectedSeq,
+        detail: `batch is not contiguous from ${expectedSeq}: element ${k} has seq ${event.seq}`
+      })
+    }
+    lines.push(line)
+    out.push(event)
+  }
+  return { lines, events: out }
 }

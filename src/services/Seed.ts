@@ -14,7 +14,7 @@ import {
   StoreCorrupt,
   type ValidationError
 } from "../schema/Errors.js"
-import { isOrderedEnvelope, markTrusted, orderEnvelope } from "../schema/EventCodec.js"
+import { isOrderedEnvelope, orderEnvelope } from "../schema/EventCodec.js"
 import type { Event } from "../schema/Events.js"
 import { deepFreeze, walkJson } from "../schema/Json.js"
 import type { SessionHeader } from "../schema/SessionHeader.js"
@@ -82,11 +82,7 @@ export const validateSeed = (
       }
       // records of a cold read are usually frozen and in §1.1 order already: no copy then
       // (deepFreeze stops at a frozen record too, so both branches freeze the same)
-      const ordered = isOrderedEnvelope(record) ? record as unknown as Event : orderEnvelope(deepFreeze(record))
-      // a cold read's events are not registered as trusted: a WeakSet entry per stored event
-      // costs a resume more (insertion plus GC work) than the few later store writes of those
-      // events (a v0 upgrade's replaceLog) save by skipping their walk
-      const event = options.coldRead === true ? ordered : markTrusted(ordered)
+      const event = isOrderedEnvelope(record) ? record as unknown as Event : orderEnvelope(deepFreeze(record))
       const plan = tracker.plan(event, i)
       if (!isPlan(plan)) return yield* plan
       for (const v of validators) yield* v.check(event, { logLength: i })
@@ -124,7 +120,7 @@ export const instantiateValidators = (
 
 /** The `session/end-seed` marker at `seq` (SPEC §2.4). */
 export const endSeedMarker = (seq: number, time: number): Event =>
-  markTrusted(Object.freeze({ type: "session/end-seed", seq, time, data: Object.freeze({}) }) as Event)
+  Object.freeze({ type: "session/end-seed", seq, time, data: Object.freeze({}) }) as Event
 
 /** Construct over validated events: add the end-seed marker when required (SPEC §2.4). */
 export const withEndSeed = (

@@ -1,18 +1,18 @@
 /**
  * The persistence backend contract (SPEC §7.1): lazy registration, atomic expected-seq appends,
  * never-mutating cold reads with torn-tail information, torn-tail truncation and whole-log
- * replacement under a revision check. Also the batch pre-checks every backend runs first.
+ * replacement under a revision check; the head every backend's append shares.
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import {
-  AppendConflict,
+  type AppendConflict,
   FormatUnsupported,
-  InvalidEnvelope,
+  type InvalidEnvelope,
   LegacyFormRefused,
-  SeqNotContiguous,
-  NotLosslessJson,
+  type NotLosslessJson,
   type RequestHeaderInvalid,
+  SeqNotContiguous,
   type SessionExists,
   type SessionHeaderInvalid,
   type SessionNotFound,
@@ -20,13 +20,12 @@ import {
   type StoreFailure,
   UnknownEventType
 } from "../schema/Errors.js"
-import { encodeEvent, isTrusted } from "../schema/EventCodec.js"
 import { type Event, KNOWN_EVENT_TYPES } from "../schema/Events.js"
 import { DEFAULT_MAX_EVENT_BYTES, SESSION_FORMAT_VERSION } from "../schema/Format.js"
-import { utf8Length, walkJson } from "../schema/Json.js"
 import { upgradeV0 } from "../schema/FormatV0.js"
 import type { SessionHeader } from "../schema/SessionHeader.js"
-import { checkEnvelope, checkLegacy, checkRecordKind } from "../schema/Validation.js"
+import { isRecord } from "../schema/Validation.js"
+import { type BatchError, type PreparedBatch, type PreparedEvent, prepareBatch } from "./PrepareEvent.js"
 
 /** Where a stored log stops being committed-looking (SPEC §7.4.4). */
 export interface TornTail {
@@ -75,10 +74,13 @@ export type ReadError = LoadError | LegacyFormRefused | StoreCorrupt
 export interface SessionStoreShape {
   /** Validate and register a header; nothing is written until the first non-empty append. */
   readonly create: (header: unknown) => Effect.Effect<SessionHeader, CreateError>
-  /** Atomically append a contiguous batch if the stored next seq equals `expectedSeq`. */
+  /**
+   * Atomically append a contiguous batch if the stored next seq equals `expectedSeq`. Prepared
+   * events (`PrepareEvent`) are stored as they are; plain events are checked first.
+   */
   readonly append: (
     id: string,
-    events: ReadonlyArray<Event>,
+    events: ReadonlyArray<Event | PreparedEvent>,
     options: { readonly expectedSeq: number }
   ) => Effect.Effect<void, StoreAppendError>
   /** Cold read of header, framing-valid events and torn tail. */
@@ -105,97 +107,30 @@ export interface SessionStoreShape {
 /** The persistence backend of sessions. */
 export class SessionStore extends Context.Tag("effect-session-log/SessionStore")<SessionStore, SessionStoreShape>() {}
 
-/** Options shared by every backend's batch pre-checks. */
+/** Options shared by every backend's batch checks. */
 export interface BatchCheckOptions {
+  /** The store's own B10 cap on a serialised event (default 64 MiB). */
   readonly maxEventBytes?: number
 }
 
 /**
- * The pre-checks of `SessionStore.append` (SPEC §7.1), run before any concurrency control:
- * per event the lossless walk (A1–A9; skipped for events built by this library's walk), the
- * envelope (B1–B6), the size cap (B10) and the legacy guard (I8, I7, K10); then contiguity from
- * `expectedSeq` (C6). Returns the first error, or the serialised lines.
- */
-export const precheckBatch = (
-  events: ReadonlyArray<Event>,
-  expectedSeq: number,
-  options: BatchCheckOptions = {}
-):
-  | NotLosslessJson
-  | InvalidEnvelope
-  | RequestHeaderInvalid
-  | LegacyFormRefused
-  | AppendConflict
-  | { readonly lines: ReadonlyArray<string>; readonly events: ReadonlyArray<Event> } =>
-{
-  const maxBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES
-  const lines: Array<string> = []
-  const out: Array<Event> = []
-  for (let k = 0; k < events.length; k++) {
-    let event = events[k]
-    const seqHint = expectedSeq + k
-    if (!isTrusted(event)) {
-      const kind = checkRecordKind(event, seqHint)
-      if (kind !== undefined) return kind
-      const walked = walkJson(event)
-      if (walked._tag === "Fail") {
-        return new NotLosslessJson({ rule: walked.rule, seq: seqHint, path: walked.path, detail: walked.detail })
-      }
-      event = walked.value as unknown as Event
-      const env = checkEnvelope(event as unknown as Record<string, unknown>, seqHint)
-      if (env !== undefined) return env
-    }
-    const line = encodeEvent(event)
-    if (line.length > maxBytes / 3 && utf8Length(line) > maxBytes) {
-      return new InvalidEnvelope({
-        rule: "B10",
-        seq: seqHint,
-        field: "size",
-        detail: `serialised event is larger than ${maxBytes} bytes`
-      })
-    }
-    const legacy = checkLegacy(event.type, event.data, seqHint)
-    if (legacy !== undefined) return legacy
-    if (event.seq !== seqHint) {
-      return new AppendConflict({
-        rule: "C6",
-        expectedSeq,
-        storedSeq: expectedSeq,
-        detail: `batch is not contiguous from ${expectedSeq}: element ${k} has seq ${event.seq}`
-      })
-    }
-    lines.push(line)
-    out.push(event)
-  }
-  return { lines, events: out }
-}
-
-/** The pre-checks' errors. */
-export type PrecheckError = Exclude<ReturnType<typeof precheckBatch>, { readonly lines: ReadonlyArray<string> }>
-
-/**
  * The common head of every backend's `append`: lazily (an untyped caller's bad `options` becomes
- * a defect, never a throw), an empty batch is a no-op, then `precheckBatch`; `body` gets the
- * checked batch and `expectedSeq`.
+ * a defect, never a throw), an empty batch is a no-op, then `prepareBatch` (prepared events pass
+ * with their line; plain ones are checked); `body` gets the checked batch and `expectedSeq`.
  */
-export const appendPrechecked = <E, R>(
-  events: ReadonlyArray<Event>,
+export const appendPrepared = <E, R>(
+  events: ReadonlyArray<Event | PreparedEvent>,
   options: { readonly expectedSeq: number },
   checkOptions: BatchCheckOptions,
-  body: (
-    checked: { readonly lines: ReadonlyArray<string>; readonly events: ReadonlyArray<Event> },
-    expectedSeq: number
-  ) => Effect.Effect<void, E, R>
-): Effect.Effect<void, E | PrecheckError, R> =>
-  Effect.suspend((): Effect.Effect<void, E | PrecheckError, R> => {
+  body: (batch: PreparedBatch, expectedSeq: number) => Effect.Effect<void, E, R>
+): Effect.Effect<void, E | BatchError, R> =>
+  Effect.suspend((): Effect.Effect<void, E | BatchError, R> => {
     const { expectedSeq } = options
     if (events.length === 0) return Effect.void
-    const checked = precheckBatch(events, expectedSeq, checkOptions)
-    return "_tag" in checked ? Effect.fail(checked) : body(checked, expectedSeq)
+    const batch = prepareBatch(events, expectedSeq, checkOptions.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES)
+    return "_tag" in batch ? Effect.fail(batch) : body(batch, expectedSeq)
   })
 
-type Rec = Record<string, unknown>
-const isRecord = (v: unknown): v is Rec => typeof v === "object" && v !== null && !Array.isArray(v)
 
 /**
  * The read pipeline after the backend read (SPEC §8.2): version (K1, K2; version 0 is refused

@@ -14,6 +14,7 @@ import * as IdGenerator from "../../src/services/IdGenerator.js"
 import * as Session from "../../src/services/Session.js"
 import * as SessionLive from "../../src/layers/SessionLive.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
+import type { PreparedEvent } from "../../src/services/PrepareEvent.js"
 import { CHECKPOINT_PREAMBLE, Summarizer } from "../../src/services/Summarizer.js"
 import { assertUnchanged, snapshot } from "../helpers/state.js"
 import {
@@ -359,7 +360,7 @@ describe("§9.3 the compaction transaction", () => {
         SessionStore,
         Effect.map(makeMemoryStore(), (inner) => ({
           ...inner,
-          append: (id: string, events: ReadonlyArray<Event>, options: { readonly expectedSeq: number }) =>
+          append: (id: string, events: ReadonlyArray<Event | PreparedEvent>, options: { readonly expectedSeq: number }) =>
             failing
               ? Effect.fail(new StoreFailure({ method: "append", cause: "disk full" }))
               : inner.append(id, events, options)

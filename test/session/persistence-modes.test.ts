@@ -10,6 +10,7 @@ import { makeMemoryStore } from "../../src/layers/MemoryStore.js"
 import * as Session from "../../src/services/Session.js"
 import * as SessionLive from "../../src/layers/SessionLive.js"
 import { SessionStore, type SessionStoreShape } from "../../src/services/SessionStore.js"
+import { eventOf } from "../../src/services/PrepareEvent.js"
 
 /** A real memory store whose appends can be made to fail (fault injection), recording each batch. */
 const faultyStore = Effect.gen(function*() {
@@ -21,7 +22,7 @@ const faultyStore = Effect.gen(function*() {
       control.failing
         ? Effect.fail(new StoreFailure({ method: "append", cause: "injected fault" }))
         : inner.append(id, events, options).pipe(
-          Effect.tap(() => Effect.sync(() => void (events.length > 0 && control.batches.push(events.map((e) => e.seq)))))
+          Effect.tap(() => Effect.sync(() => void (events.length > 0 && control.batches.push(events.map((e) => eventOf(e).seq)))))
         )
   }
   return { store, control }

@@ -10,18 +10,19 @@ import * as Path from "@effect/platform/Path"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import { ImportIncomplete } from "../../schema/Errors.js"
-import type { Event } from "../../schema/Events.js"
+import { DEFAULT_MAX_EVENT_BYTES } from "../../schema/Format.js"
 import type { SessionHeader } from "../../schema/SessionHeader.js"
 import { readJsonlFile } from "../../layers/JsonlStore.js"
 import { validateSeed } from "../../services/Seed.js"
-import { precheckBatch, readPipeline, type SessionStoreShape } from "../../services/SessionStore.js"
+import { type PreparedEvent, prepareValidated } from "../../services/PrepareEvent.js"
+import { readPipeline, type SessionStoreShape } from "../../services/SessionStore.js"
 import type { StoreSpec } from "./Target.js"
 
 /** One validated file, ready to be written. */
 export interface ImportItem {
   readonly file: string
   readonly header: SessionHeader
-  readonly events: ReadonlyArray<Event>
+  readonly events: ReadonlyArray<PreparedEvent>
 }
 
 /** Read, upgrade, validate and pre-check every file; the first rejection stops before any write. */
@@ -34,9 +35,9 @@ export const readImportFiles = (
       const { events: raw, header } = yield* readPipeline(yield* readJsonlFile(file))
       const valid = yield* validateSeed(raw, { coldRead: true })
       // the store's own batch checks (B10 size cap), so the append cannot refuse the batch later
-      const checked = precheckBatch(valid.events, 0)
-      if ("_tag" in checked) return yield* checked
-      return { file, header, events: valid.events } satisfies ImportItem
+      const events = prepareValidated(valid.events, DEFAULT_MAX_EVENT_BYTES)
+      if ("_tag" in events) return yield* events
+      return { file, header, events } satisfies ImportItem
     }).pipe(Effect.tapError(() => onReject(file))))
 
 /** What opening the store at `spec` would create: nothing when its location exists already. */
