@@ -5,8 +5,6 @@
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import * as Equal from "effect/Equal"
-import type * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
 import * as PubSub from "effect/PubSub"
 import type * as Scope from "effect/Scope"
@@ -21,17 +19,13 @@ import {
 } from "../schema/Errors.js"
 import { type AppendOptions, type Event, isAppendSurfaceEvent } from "../schema/Events.js"
 import { DEFAULT_MAX_EVENT_BYTES, SESSION_FORMAT_VERSION } from "../schema/Format.js"
-import type { Message } from "../schema/Messages.js"
-import {
-  canonicalHeader,
-  type RequestContext as RequestContextType,
-  type RequestHeader
-} from "../schema/RequestHeader.js"
 import { type SessionHeader, validateSessionHeader } from "../schema/SessionHeader.js"
+import { isRecord } from "../schema/Validation.js"
 import { type ForkPoint, type PlanError, planFork, reject } from "../services/Fork.js"
 import { nextId } from "../services/IdGenerator.js"
+import { DerivedMessages } from "../services/DerivedMessages.js"
 import { type PreparedEvent, prepareEvent, prepareValidated } from "../services/PrepareEvent.js"
-import { foldContext, requestAtLog } from "../services/RequestAt.js"
+import { RequestFold, requestAtLog } from "../services/RequestAt.js"
 import { repairLoaded } from "../services/Resume.js"
 import { instantiateValidators, type SeedError, validateSeed, withEndSeed } from "../services/Seed.js"
 import {
@@ -45,7 +39,8 @@ import {
   type ValidatorFactory
 } from "../services/Session.js"
 import { type ReadError, SessionStore, type SessionStoreShape } from "../services/SessionStore.js"
-import { deriveEventMessage, isPlan, SurfaceTracker } from "../services/SurfaceManager.js"
+import { isPlan, SurfaceTracker } from "../services/SurfaceManager.js"
+import { makeAppendLock } from "./AppendLock.js"
 import { makeWriteBehind } from "./WriteBehind.js"
 
 /** How appends reach the store. */
@@ -97,8 +92,6 @@ export interface ForkOptions extends ForkPoint, CommonOptions {}
 export type ForkError = PlanError | Exclude<FromSeedError, SessionExists>
 
 
-type Rec = Record<string, unknown>
-const isRecord = (v: unknown): v is Rec => typeof v === "object" && v !== null && !Array.isArray(v)
 
 interface HandleInit {
   readonly store: SessionStoreShape
@@ -120,53 +113,19 @@ const appendSpan = <A, E>(effect: Effect.Effect<A, E>, type: unknown): Effect.Ef
 
 const untraced = <A, E>(effect: Effect.Effect<A, E>, _type: unknown): Effect.Effect<A, E> => effect
 
-/** Build the handle over a validated, committed log. */
-const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never, Scope.Scope> =>
-  Effect.gen(function*() {
-    const { header, store, tracker, validators } = init
-    const id = header.id
-    const log = init.events
-    const traced = (yield* TraceAppends) ? appendSpan : untraced
-    const lock = yield* Effect.makeSemaphore(1)
-    const pubsub = yield* Effect.acquireRelease(PubSub.unbounded<Event>(), PubSub.shutdown)
-    let state: "open" | "failed" | "closed" = "open"
-    let failure: AppendConflict | undefined
-    let snapshot: ReadonlyArray<Event> | undefined
-    let latestHeader: RequestHeader | undefined
-    let latestContext: RequestContextType | undefined
-    // derived-message cache (SPEC §4.6)
-    let derived: Array<Message> = []
-    let derivedNodes = 0
-    let derivedGeneration = -1
-
-    const foldHeaders = (event: Event) => {
-      if (event.type === "request/header") {
-        latestHeader = Object.freeze(canonicalHeader((event.data as { header: RequestHeader }).header))
-      } else if (event.type === "request/context") {
-        const ctx = foldContext(event)
-        if (ctx !== undefined) latestContext = ctx
-      }
-    }
-    for (const e of log) foldHeaders(e)
-
-    // the fiber holding the append lock: its own appends (inside `exclusive`) proceed without waiting
-    let owner: FiberId.FiberId | undefined
-    const withLock = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-      Effect.withFiberRuntime((fiber) => {
-        const me = fiber.id()
-        if (owner !== undefined && Equal.equals(owner, me)) return effect
-        return lock.withPermits(1)(Effect.suspend(() => {
-          owner = me
-          return Effect.ensuring(
-            effect,
-            Effect.sync(() => {
-              owner = undefined
-            })
-          )
-        }))
-      })
-
-    const checkUsable = (): SessionNotFound | AppendConflict | undefined => {
+/** The handle's lifecycle (SPEC §3.1 step 0, N10, N11): open, failed by an append conflict, closed. */
+const makeLifecycle = (id: string) => {
+  let state: "open" | "failed" | "closed" = "open"
+  let failure: AppendConflict | undefined
+  return {
+    get state() {
+      return state
+    },
+    close: () => {
+      state = "closed"
+    },
+    /** N10 for a closed handle, N11 for a failed one. */
+    unusable: (): SessionNotFound | AppendConflict | undefined => {
       if (state === "closed") {
         return new SessionNotFound({ rule: "N10", sessionId: id, detail: "the session handle is closed" })
       }
@@ -180,9 +139,9 @@ const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never, Scope.
         })
       }
       return undefined
-    }
-
-    const noteConflict = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+    },
+    /** A store write whose AppendConflict fails the handle (N11). */
+    noteConflict: <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
       Effect.tapError(effect, (e) =>
         Effect.sync(() => {
           if (e instanceof AppendConflict) {
@@ -190,20 +149,38 @@ const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never, Scope.
             failure = e
           }
         }))
+  }
+}
+
+/** Build the handle over a validated, committed log. */
+const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { header, store, tracker, validators } = init
+    const id = header.id
+    const log = init.events
+    const traced = (yield* TraceAppends) ? appendSpan : untraced
+    const withLock = yield* makeAppendLock
+    const pubsub = yield* Effect.acquireRelease(PubSub.unbounded<Event>(), PubSub.shutdown)
+    const lifecycle = makeLifecycle(id)
+    const { noteConflict } = lifecycle
+    const requests = new RequestFold()
+    for (const e of log) requests.apply(e)
+    const derived = new DerivedMessages(log, tracker)
+    let snapshot: ReadonlyArray<Event> | undefined
 
     const batched = init.persistence?.mode === "batched"
       ? yield* makeWriteBehind({
         windowMs: init.persistence.windowMs ?? 200,
         storedNext: log.length,
         write: (batch) => noteConflict(store.append(id, batch, { expectedSeq: batch[0].event.seq })),
-        isFailed: () => state === "failed",
+        isFailed: () => lifecycle.state === "failed",
         sessionId: id
       })
       : undefined
 
     /** Steps 0 and 2–8 of SPEC §3.1: everything that needs no effect. Returns the prepared event or the error. */
     const prepare = (type: unknown, data: unknown, options: AppendOptions | undefined, time: number) => {
-      const unusable = checkUsable()
+      const unusable = lifecycle.unusable()
       if (unusable !== undefined) return unusable
       const seq = log.length
       const prepared = prepareEvent(type, data, options, { seq, time, maxEventBytes: init.maxEventBytes })
@@ -218,7 +195,7 @@ const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never, Scope.
       log.push(frozen)
       snapshot = undefined
       tracker.catchUp()
-      foldHeaders(frozen)
+      requests.apply(frozen)
       for (const v of validators) v.apply(frozen)
       const published = PubSub.publish(pubsub, frozen).pipe(Effect.as(frozen))
       return batched === undefined ? published : Effect.zipRight(batched.enqueue(prepared), published)
@@ -242,21 +219,6 @@ const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never, Scope.
         return Effect.zipRight(effect, persistAndCommit)
       })), type)
 
-    const messages = Effect.sync(() => {
-      const nodes = tracker.nodes
-      const generation = tracker.replaceGeneration
-      if (generation !== derivedGeneration) {
-        derived = []
-        derivedNodes = 0
-        derivedGeneration = generation
-      }
-      for (; derivedNodes < nodes.length; derivedNodes++) {
-        const m = deriveEventMessage(log[nodes[derivedNodes]])
-        if (m !== undefined) derived.push(m)
-      }
-      return derived.slice()
-    })
-
     const requestAt = (seq: number): Effect.Effect<RequestSnapshot, SeqNotContiguous> =>
       Effect.suspend(() => {
         const r = requestAtLog(log, seq)
@@ -264,17 +226,15 @@ const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never, Scope.
       })
 
     const flush: Effect.Effect<void, FlushError> = Effect.withSpan(Effect.suspend(() => {
-      const unusable = checkUsable()
+      const unusable = lifecycle.unusable()
       if (unusable !== undefined) return Effect.fail(unusable)
       return batched === undefined ? Effect.void : batched.flush
     }), "Session.flush", { captureStackTrace: false })
 
     const close: Effect.Effect<void, FlushError> = withLock(Effect.suspend(() => {
-      if (state === "closed") return Effect.void
-      const drain = state === "open" && batched !== undefined ? batched.flush : Effect.void
-      return drain.pipe(Effect.ensuring(Effect.sync(() => {
-        state = "closed"
-      })))
+      if (lifecycle.state === "closed") return Effect.void
+      const drain = lifecycle.state === "open" && batched !== undefined ? batched.flush : Effect.void
+      return drain.pipe(Effect.ensuring(Effect.sync(lifecycle.close)))
     }))
 
     const handle: SessionShape = {
@@ -291,10 +251,10 @@ const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never, Scope.
         nodes: Effect.sync(() => Object.freeze(tracker.nodes.slice())),
         replaceGeneration: Effect.sync(() => tracker.replaceGeneration)
       },
-      messages,
+      messages: Effect.sync(() => derived.read()),
       transcript: Effect.sync(() => Object.freeze(log.filter(isAppendSurfaceEvent))),
-      requestHeader: Effect.sync(() => latestHeader),
-      requestContext: Effect.sync(() => latestContext),
+      requestHeader: Effect.sync(() => requests.header),
+      requestContext: Effect.sync(() => requests.context),
       requestAt,
       flush,
       close,
@@ -307,7 +267,7 @@ const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never, Scope.
           return Stream.concat(Stream.fromIterable(past), Stream.fromQueue(sub))
         }))),
       exclusive: withLock,
-      state: Effect.sync(() => state)
+      state: Effect.sync(() => lifecycle.state)
     }
     yield* Effect.addFinalizer(() => close.pipe(Effect.ignore))
     return handle

@@ -21,6 +21,23 @@ export const foldContext = (event: Event): RequestContextType | undefined =>
   Schema.is(RequestContext)(event.data) ? event.data : undefined
 
 /**
+ * The latest request header and context of a log (SPEC §5.1, §5.2), advanced one event at a
+ * time: a session handle keeps one current as it commits; `requestAtLog` folds a prefix.
+ */
+export class RequestFold {
+  header: RequestHeader | undefined = undefined
+  context: RequestContextType | undefined = undefined
+
+  apply(event: Event): void {
+    if (event.type === "request/header") {
+      this.header = Object.freeze(canonicalHeader((event.data as { header: RequestHeader }).header))
+    } else if (event.type === "request/context") {
+      this.context = foldContext(event) ?? this.context
+    }
+  }
+}
+
+/**
  * The request in force right after event `seq` of a validated log (SPEC §5.4): the header and
  * context folds over `events[0..seq]` and the messages of the surface folded over that prefix.
  */
@@ -35,12 +52,9 @@ export const requestAtLog = (log: ReadonlyArray<Event>, seq: number): RequestSna
     })
   }
   const prefix = log.slice(0, seq + 1)
-  let header: RequestHeader | undefined
-  let context: RequestContextType | undefined
-  for (const e of prefix) {
-    if (e.type === "request/header") header = canonicalHeader((e.data as { header: RequestHeader }).header)
-    else if (e.type === "request/context") context = foldContext(e) ?? context
-  }
+  const requests = new RequestFold()
+  for (const e of prefix) requests.apply(e)
+  const { context, header } = requests
   const fold = foldSurface(prefix)
   const msgs: Array<Message> = []
   for (const s of "nodes" in fold ? fold.nodes : []) {
