@@ -9,8 +9,9 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
-import { StoreCorrupt, type StoreFailure, type StoreSchemaMismatch, UnknownEventType } from "../schema/Errors.js"
-import { type Event, KNOWN_EVENT_TYPES } from "../schema/Events.js"
+import { StoreCorrupt, type StoreFailure, type StoreSchemaMismatch } from "../schema/Errors.js"
+import type { Event } from "../schema/Events.js"
+import { checkVocabulary } from "../schema/Validation.js"
 import { DEFAULT_MAX_EVENT_BYTES, SESSION_FORMAT_VERSION } from "../schema/Format.js"
 import { prepareBatch } from "../services/PrepareEvent.js"
 import {
@@ -78,10 +79,8 @@ export const makeSqlStore = (
         // a version-1 load of this store yields envelopes (rowToEvent) only
         const suffix = loaded.events.slice(fromSeq) as ReadonlyArray<Event>
         for (const e of suffix) {
-          if (e.type === "request/header-delta" || e.type === "mode/set") continue
-          if (!KNOWN_EVENT_TYPES.has(e.type) && e.ignorable !== true) {
-            return yield* new UnknownEventType({ rule: "K7", seq: e.seq, eventType: e.type })
-          }
+          const unknown = checkVocabulary(e.type, e.ignorable, e.seq, "K7")
+          if (unknown !== undefined) return yield* unknown
         }
         return suffix
       }),

@@ -6,9 +6,45 @@
  */
 import { LegacyFormRefused, StoreCorrupt } from "./Errors.js"
 import type { SessionHeader } from "./SessionHeader.js"
+import { isRecord } from "./Validation.js"
 
 type Rec = Record<string, unknown>
-const isRecord = (v: unknown): v is Rec => typeof v === "object" && v !== null && !Array.isArray(v)
+
+/**
+ * The reference design's log-only types outside the known vocabulary (SPEC §8.3 normalisation
+ * 6): none of them ever reached a model, so the upgrade marks them `ignorable: true`.
+ */
+export const REFERENCE_LOG_ONLY_TYPES: ReadonlySet<string> = new Set([
+  "agent-preset/selected",
+  "agent/inbox/spliced",
+  "approval/asked",
+  "approval/decided",
+  "approval/policy",
+  "command/done",
+  "command/run",
+  "feedback/record",
+  "goal/change",
+  "hook/invoked",
+  "hook/result",
+  "permission/preset",
+  "plan/mode",
+  "sandbox/mode",
+  "schedule/change",
+  "session/title",
+  "session/title-llm-request",
+  "subagent/descriptor",
+  "team/member",
+  "team/message/delivered",
+  "team/message/queued",
+  "team/task",
+  "tool-workflow/agent-end",
+  "tool-workflow/agent-start",
+  "tool-workflow/run-end",
+  "tool-workflow/run-start",
+  "tool/code-dispatch",
+  "tool/code-dispatch-start",
+  "web/deepseek-search-llm-request"
+])
 const isNonEmptyString = (v: unknown): v is string => typeof v === "string" && v.length > 0
 const isTurn = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 1
 const has = (r: Rec, key: string): boolean => Object.prototype.hasOwnProperty.call(r, key)
@@ -188,6 +224,11 @@ export const upgradeV0 = (
       }
     }
     if (next instanceof StoreCorrupt) return next
+    if (next === undefined && REFERENCE_LOG_ONLY_TYPES.has(e.type) && !has(e, "surfaceOp") && !has(e, "ignorable")) {
+      // normalisation 6: the reference design's own log-only vocabulary, marked and kept as is
+      out.push({ ...e, ignorable: true })
+      continue
+    }
     out.push(next === undefined || next === data ? e : { ...e, data: next })
   }
   return { header: { ...header, version: 1 }, events: out }

@@ -4,6 +4,7 @@
  */
 import * as Schema from "effect/Schema"
 import { encodeJson, type Json } from "./Json.js"
+import { ContentBlock, type Message } from "./Messages.js"
 
 /** The call scalars of a request. */
 export const RequestConfig = Schema.Struct({
@@ -30,12 +31,30 @@ export const ToolSpec = Schema.Struct({
 })
 export type ToolSpec = typeof ToolSpec.Type
 
-/** The epoch header: config, adapter markers, system prompt and tools. */
+/**
+ * A message of a header's `messagePrefix` (I11): a non-empty string `id`, a role, an array
+ * `content` and an object `source`; nothing else of it is checked (SPEC §1.5).
+ */
+export const PrefixMessage = Schema.Struct(
+  {
+    id: Schema.NonEmptyString,
+    role: Schema.Literal("system", "user", "assistant"),
+    content: Schema.Array(ContentBlock),
+    source: Schema.Record({ key: Schema.String, value: Schema.Unknown })
+  },
+  Schema.Record({ key: Schema.String, value: Schema.Unknown })
+)
+
+/**
+ * The epoch header: config, adapter markers, system prompt, tools and the messages sent before
+ * the history in every request of the epoch (`messagePrefix`, SPEC §1.3.11; format-0 logs).
+ */
 export const RequestHeader = Schema.Struct({
   config: RequestConfig,
   adapterDefaults: Schema.optional(AdapterDefaults),
   system: Schema.optional(Schema.String),
-  tools: Schema.optional(Schema.Array(ToolSpec))
+  tools: Schema.optional(Schema.Array(ToolSpec)),
+  messagePrefix: Schema.optional(Schema.Array(PrefixMessage))
 }).pipe(
   // I6: an adapter default marks a config field that is present
   Schema.filter((h) =>
@@ -61,7 +80,7 @@ export type RequestContext = typeof RequestContext.Type
 
 /**
  * Canonical form (SPEC §5.1): `config` as is; `adapterDefaults` only with at least one `true`
- * marker; `system` only when non-empty; `tools` only when non-empty.
+ * marker; `system`, `tools` and `messagePrefix` only when non-empty.
  */
 export const canonicalHeader = (h: RequestHeader): RequestHeader => {
   const out: {
@@ -69,11 +88,13 @@ export const canonicalHeader = (h: RequestHeader): RequestHeader => {
     adapterDefaults?: typeof AdapterDefaults.Type
     system?: string
     tools?: ReadonlyArray<ToolSpec>
+    messagePrefix?: RequestHeader["messagePrefix"]
   } = { config: h.config }
   const ad = h.adapterDefaults
   if (ad !== undefined && (ad.reasoningEffort === true || ad.maxTokens === true)) out.adapterDefaults = ad
   if (typeof h.system === "string" && h.system.length > 0) out.system = h.system
   if (Array.isArray(h.tools) && h.tools.length > 0) out.tools = h.tools
+  if (Array.isArray(h.messagePrefix) && h.messagePrefix.length > 0) out.messagePrefix = h.messagePrefix
   return out
 }
 
@@ -98,11 +119,28 @@ export const headerEquals = (x: RequestHeader, y: RequestHeader): boolean => {
   if ((a.adapterDefaults?.reasoningEffort === true) !== (b.adapterDefaults?.reasoningEffort === true)) return false
   if ((a.adapterDefaults?.maxTokens === true) !== (b.adapterDefaults?.maxTokens === true)) return false
   if (a.system !== b.system) return false
-  const ta = a.tools ?? []
-  const tb = b.tools ?? []
-  if (ta.length !== tb.length) return false
-  for (let i = 0; i < ta.length; i++) {
-    if (encodeJson(ta[i] as unknown as Json) !== encodeJson(tb[i] as unknown as Json)) return false
+  return sameJsonLists(a.tools, b.tools) && sameJsonLists(a.messagePrefix, b.messagePrefix)
+}
+
+/** Equal length and each pair serialising to the same JSON text; absent equals empty. */
+const sameJsonLists = (x: ReadonlyArray<unknown> | undefined, y: ReadonlyArray<unknown> | undefined): boolean => {
+  const a = x ?? []
+  const b = y ?? []
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) {
+    if (encodeJson(a[i] as Json) !== encodeJson(b[i] as Json)) return false
   }
   return true
+}
+
+/**
+ * The messages of a provider request (SPEC §1.5): the header's `messagePrefix`, if any, then the
+ * derived history in surface order.
+ */
+export const requestMessages = (
+  header: Pick<RequestHeader, "messagePrefix"> | undefined,
+  history: ReadonlyArray<Message>
+): ReadonlyArray<Message> => {
+  const prefix = header?.messagePrefix
+  return prefix === undefined || prefix.length === 0 ? history : [...(prefix as ReadonlyArray<Message>), ...history]
 }

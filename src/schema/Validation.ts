@@ -1,6 +1,6 @@
 /**
  * Single-event rule checks shared by append, seed construction, folds and stores: envelope
- * (B), legacy guard (I7, I8, K10), message shapes (H), request headers (I) and the stateless
+ * (B), vocabulary (K7, K9), legacy guard (I7, I8, K10), message shapes (H), request headers (I) and the stateless
  * surface-marker and provenance checks (D1–D5, E1–E6). Each returns the first error or undefined.
  */
 import {
@@ -10,9 +10,10 @@ import {
   NotLosslessJson,
   ProvenanceInvalid,
   RequestHeaderInvalid,
-  SurfaceMarkerInvalid
+  SurfaceMarkerInvalid,
+  UnknownEventType
 } from "./Errors.js"
-import { ENVELOPE_KEYS, isSurfaceEligibleType } from "./Events.js"
+import { ENVELOPE_KEYS, isSurfaceEligibleType, KNOWN_EVENT_TYPES } from "./Events.js"
 import { HEADER_REASONS } from "./RequestHeader.js"
 
 type Rec = Record<string, unknown>
@@ -63,6 +64,20 @@ export const checkEnvelope = (r: Rec, seq: number): InvalidEnvelope | undefined 
   }
   return undefined
 }
+
+/**
+ * Vocabulary (K7 on a cold read, K9 at append): a type outside the known list (§1.4) must be
+ * marked `ignorable: true`. The legacy types are left to the legacy guard (I8, K10).
+ */
+export const checkVocabulary = (
+  type: string,
+  ignorable: unknown,
+  seq: number,
+  rule: "K7" | "K9"
+): UnknownEventType | undefined =>
+  KNOWN_EVENT_TYPES.has(type) || ignorable === true || type === "request/header-delta" || type === "mode/set"
+    ? undefined
+    : new UnknownEventType({ rule, seq, eventType: type })
 
 /** Legacy guard (I8, I7, K10): forms no current reader accepts. */
 export const checkLegacy = (
@@ -132,7 +147,7 @@ export const checkMessageShape = (type: string, data: unknown, seq: number): Mes
 
 const header = (rule: string, seq: number, detail: string) => new RequestHeaderInvalid({ rule, seq, detail })
 
-/** I1–I6 then I9 for `request/header` data. */
+/** I1–I6, then I9, then I11 for `request/header` data. */
 export const checkRequestHeader = (data: unknown, seq: number): RequestHeaderInvalid | undefined => {
   const h = isRecord(data) ? data.header : undefined
   if (!isRecord(h) || !isRecord(h.config) || !isNonEmptyString(h.config.provider) || !isNonEmptyString(h.config.model)) {
@@ -160,6 +175,27 @@ export const checkRequestHeader = (data: unknown, seq: number): RequestHeaderInv
   const reason = (data as Rec).reason
   if (typeof reason !== "string" || !HEADER_REASONS.includes(reason)) {
     return header("I9", seq, `reason must be one of ${HEADER_REASONS.join(", ")}`)
+  }
+  return "messagePrefix" in h ? checkMessagePrefix(h.messagePrefix, seq) : undefined
+}
+
+const PREFIX_ROLES: ReadonlyArray<unknown> = ["system", "user", "assistant"]
+
+/** I11: a `messagePrefix` is an array of messages (SPEC §1.5: id, role, content, source). */
+const checkMessagePrefix = (prefix: unknown, seq: number): RequestHeaderInvalid | undefined => {
+  if (!Array.isArray(prefix)) return header("I11", seq, "messagePrefix must be an array of messages")
+  for (let i = 0; i < prefix.length; i++) {
+    const m: unknown = prefix[i]
+    if (
+      !isRecord(m) || !isNonEmptyString(m.id) || !PREFIX_ROLES.includes(m.role) || !Array.isArray(m.content) ||
+      !isRecord(m.source)
+    ) {
+      return header(
+        "I11",
+        seq,
+        `messagePrefix[${i}] is not a message (a non-empty string id, role system/user/assistant, array content, object source)`
+      )
+    }
   }
   return undefined
 }

@@ -14,12 +14,21 @@ import {
   type NotLosslessJson,
   ProvenanceInvalid,
   type RequestHeaderInvalid,
-  SurfaceMarkerInvalid
+  SurfaceMarkerInvalid,
+  type UnknownEventType
 } from "../schema/Errors.js"
 import { encodeEvent, orderEnvelope } from "../schema/EventCodec.js"
 import type { AppendOptions, Event } from "../schema/Events.js"
 import { utf8Length, walkJson } from "../schema/Json.js"
-import { checkEnvelope, checkLegacy, checkRecordKind, checkTypeShape, isRecord, notLossless } from "../schema/Validation.js"
+import {
+  checkEnvelope,
+  checkLegacy,
+  checkRecordKind,
+  checkTypeShape,
+  checkVocabulary,
+  isRecord,
+  notLossless
+} from "../schema/Validation.js"
 
 declare const PreparedBrand: unique symbol
 
@@ -72,6 +81,7 @@ const oversize = (line: string, seq: number, maxEventBytes: number): InvalidEnve
 
 /** What steps 2–7 can reject. */
 export type PrepareError =
+  | UnknownEventType
   | InvalidEnvelope
   | NotLosslessJson
   | LegacyFormRefused
@@ -108,6 +118,8 @@ export const prepareEvent = (
       detail: "ignorable must be exactly true when present"
     })
   }
+  const unknown = checkVocabulary(type, ignorable, seq, "K9")
+  if (unknown !== undefined) return unknown
   const walked = walkJson(data, "/data")
   if (walked._tag === "Fail") return notLossless(walked.rule, seq, walked.path, walked.detail)
   const legacy = checkLegacy(type, walked.value, seq)
@@ -169,7 +181,13 @@ export const prepareValidated = (
 }
 
 /** What `prepareBatch` can reject. */
-export type BatchError = NotLosslessJson | InvalidEnvelope | RequestHeaderInvalid | LegacyFormRefused | AppendConflict
+export type BatchError =
+  | NotLosslessJson
+  | InvalidEnvelope
+  | RequestHeaderInvalid
+  | LegacyFormRefused
+  | UnknownEventType
+  | AppendConflict
 
 /** A batch ready for a store: the events and their lines, index for index. */
 export interface PreparedBatch {
@@ -181,7 +199,8 @@ export interface PreparedBatch {
  * The checks of `SessionStore.append` (SPEC §7.1) before any concurrency control. A prepared
  * event is taken as it is: only the store's own size cap (B10) and its place in the batch are
  * checked. A plain event gets the whole check: the lossless walk (A1–A9), the envelope (B1–B6),
- * B10, the legacy guard (I8, I7, K10). Then contiguity from `expectedSeq` (C6). Returns the
+ * B10, the legacy guard (I8, I7, K10), the vocabulary (K9). Then contiguity from `expectedSeq`
+ * (C6). Returns the
  * first error, or the events with their serialised lines.
  *
  * @since 0.1.0
@@ -217,6 +236,8 @@ export const prepareBatch = (
       if (big !== undefined) return big
       const legacy = checkLegacy(event.type, event.data, seq)
       if (legacy !== undefined) return legacy
+      const unknown = checkVocabulary(event.type, event.ignorable, seq, "K9")
+      if (unknown !== undefined) return unknown
     }
     if (event.seq !== seq) {
       return new AppendConflict({

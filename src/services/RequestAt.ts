@@ -11,7 +11,8 @@ import {
   canonicalHeader,
   RequestContext,
   type RequestContext as RequestContextType,
-  type RequestHeader
+  type RequestHeader,
+  requestMessages
 } from "../schema/RequestHeader.js"
 import type { RequestSnapshot } from "./Session.js"
 import { deriveEventMessage, foldSurface } from "./SurfaceManager.js"
@@ -61,6 +62,6 @@ export const requestAtLog = (log: ReadonlyArray<Event>, seq: number): RequestSna
     const m = deriveEventMessage(log[s])
     if (m !== undefined) msgs.push(m)
   }
-  return deepFreeze({ header, context, messages: msgs })
+  return deepFreeze({ header, context, messages: requestMessages(header, msgs) })
 }
 

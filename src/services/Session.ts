@@ -24,7 +24,8 @@ import type {
   StoreCorrupt,
   StoreFailure,
   SurfaceMarkerInvalid,
-  ToolResultRewriteInvalid
+  ToolResultRewriteInvalid,
+  UnknownEventType
 } from "../schema/Errors.js"
 import type {
   AppendOptions,
@@ -45,6 +46,7 @@ export type AppendError =
   | NotLosslessJson
   | InvalidEnvelope
   | LegacyFormRefused
+  | UnknownEventType
   | RequestHeaderInvalid
   | MessageShapeInvalid
   | SurfaceMarkerInvalid

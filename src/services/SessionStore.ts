@@ -18,13 +18,13 @@ import {
   type SessionNotFound,
   StoreCorrupt,
   type StoreFailure,
-  UnknownEventType
+  type UnknownEventType
 } from "../schema/Errors.js"
-import { type Event, KNOWN_EVENT_TYPES } from "../schema/Events.js"
+import type { Event } from "../schema/Events.js"
 import { DEFAULT_MAX_EVENT_BYTES, SESSION_FORMAT_VERSION } from "../schema/Format.js"
 import { upgradeV0 } from "../schema/FormatV0.js"
 import type { SessionHeader } from "../schema/SessionHeader.js"
-import { isRecord } from "../schema/Validation.js"
+import { checkVocabulary, isRecord } from "../schema/Validation.js"
 import { type BatchError, type PreparedBatch, type PreparedEvent, prepareBatch } from "./PrepareEvent.js"
 
 /** Where a stored log stops being committed-looking (SPEC §7.4.4). */
@@ -52,6 +52,7 @@ export type StoreAppendError =
   | InvalidEnvelope
   | RequestHeaderInvalid
   | LegacyFormRefused
+  | UnknownEventType
   | AppendConflict
   | SessionNotFound
   | SessionExists
@@ -164,10 +165,8 @@ export const readPipeline = (
     for (let i = 0; i < events.length; i++) {
       const e = events[i]
       if (!isRecord(e) || typeof e.type !== "string") continue
-      if (e.type === "request/header-delta" || e.type === "mode/set") continue
-      if (!KNOWN_EVENT_TYPES.has(e.type) && e.ignorable !== true) {
-        return yield* new UnknownEventType({ rule: "K7", seq: i, eventType: e.type })
-      }
+      const unknown = checkVocabulary(e.type, e.ignorable, i, "K7")
+      if (unknown !== undefined) return yield* unknown
     }
     return { header, events, upgraded: version === 0 }
   })

@@ -8,7 +8,15 @@
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { layerMemoryStore } from "../../src/layers/MemoryStore.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
+import { REFERENCE_LOG_ONLY_TYPES } from "../../src/schema/FormatV0.js"
+import { requestAtLog } from "../../src/services/RequestAt.js"
+import type { RequestSnapshot } from "../../src/services/Session.js"
 import { readJsonlFile } from "../../src/layers/JsonlStore.js"
 import { inspectLoaded } from "../../src/services/Resume.js"
 import type { Event } from "../../src/schema/Events.js"
@@ -227,7 +235,13 @@ describe("K7/K8: reference-design types after the edge", () => {
   it.effect("K7: an unknown type without ignorable refuses the log, naming type and seq", () =>
     Effect.gen(function*() {
       const { error } = yield* refusal("k7-reference-types")
-      assertError(error, { _tag: "UnknownEventType", rule: "K7", seq: 1, eventType: "session/title" })
+      assertError(error, { _tag: "UnknownEventType", rule: "K7", seq: 1, eventType: "approval/request" })
+    }).pipe(provide))
+
+  it.effect("K7: one of the reference log-only types carrying a surfaceOp is not marked by normalisation 6, so K7 refuses it", () =>
+    Effect.gen(function*() {
+      const { error } = yield* refusal("k7-reference-type-surfaceop")
+      assertError(error, { _tag: "UnknownEventType", rule: "K7", seq: 1, eventType: "team/message/delivered" })
     }).pipe(provide))
 
   it.effect("K8: unknown types marked ignorable are kept (data null included) and never reach the model", () =>
@@ -239,5 +253,79 @@ describe("K7/K8: reference-design types after the edge", () => {
         ["session/title", { title: "Greeting" }, true],
         ["approval/request", null, true]
       ])
+    }).pipe(provide))
+})
+
+/** The raw lines of a fixture after its header, parsed. */
+const rawEvents = (name: string): Array<Record<string, unknown>> =>
+  readFileSync(`${DIR}${name}.jsonl`, "utf8").trim().split("\n").slice(1).map((l) => JSON.parse(l))
+
+describe("§8.3 normalisation 6: the reference design's own log-only types", () => {
+  it.effect("6: each of the 29 types gets ignorable: true with data and every other field unchanged; one already marked is left as it is; the messages are those of the log without them", () =>
+    Effect.gen(function*() {
+      const n = "n6-reference-log-only"
+      const raw = rawEvents(n)
+      const { messages, view } = yield* upgrade(n)
+      const listed = raw.filter((e) => REFERENCE_LOG_ONLY_TYPES.has(e.type as string))
+      assert.strictEqual(listed.length, 29)
+      assert.deepStrictEqual(new Set(listed.map((e) => e.type)), new Set(REFERENCE_LOG_ONLY_TYPES))
+      for (const e of raw) {
+        const upgraded = view.events[e.seq as number] as unknown as Record<string, unknown>
+        if (REFERENCE_LOG_ONLY_TYPES.has(e.type as string)) {
+          assert.deepStrictEqual(upgraded, { ...e, ignorable: true }, `${e.type}`)
+          assert.deepStrictEqual(Object.keys(upgraded), [...Object.keys(e).filter((k) => k !== "ignorable"), "ignorable"])
+        }
+      }
+      assert.deepStrictEqual(messages, [
+        { id: legacy(n, 0), role: "user", content: [text("hi")], source: { kind: "user" } },
+        {
+          id: legacy(n, 16),
+          role: "assistant",
+          content: [text("hello")],
+          source: { provider: "p", model: "m", kind: "model" }
+        },
+        { id: legacy(n, 31), role: "user", content: [text("bye")], source: { kind: "user" } }
+      ])
+    }).pipe(provide))
+
+  it.effect("6 does not apply to a v1 log: a listed type without ignorable is refused there (K7); a v1 append refuses it (K9)", () =>
+    Effect.gen(function*() {
+      const dir = mkdtempSync(join(tmpdir(), "esl-v1-"))
+      const file = join(dir, "v1-title.jsonl")
+      writeFileSync(
+        file,
+        `{"type":"session","version":1,"id":"v1-title","createdAt":1}\n` +
+          `{"type":"session/title","seq":0,"time":1,"data":{"title":"Greeting"}}\n`
+      )
+      const e = yield* Effect.flip(Effect.flatMap(readJsonlFile(file), inspectLoaded))
+      assertError(e, { _tag: "UnknownEventType", rule: "K7", seq: 0, eventType: "session/title" })
+      rmSync(dir, { recursive: true })
+      const appended = yield* Effect.scoped(Effect.gen(function*() {
+        const s = yield* SessionLive.create({ id: "v1-append" })
+        return yield* Effect.flip(s.append("session/title" as never, { title: "t" } as never))
+      })).pipe(Effect.provide(layerMemoryStore()))
+      assertError(appended, { _tag: "UnknownEventType", rule: "K9" })
+    }).pipe(provide))
+})
+
+describe("§1.3.11 messagePrefix in a v0 log (I11, §5.4)", () => {
+  it.effect("the prefix survives the upgrade, the fold keeps it, and every rebuilt request is prefix + history", () =>
+    Effect.gen(function*() {
+      const n = "n-message-prefix"
+      const raw = rawEvents(n)
+      const prefix2 = (raw[2].data as { header: { messagePrefix: Array<unknown> } }).header.messagePrefix
+      const prefix7 = (raw[7].data as { header: { messagePrefix: Array<unknown> } }).header.messagePrefix
+      const { view } = yield* upgrade(n)
+      assert.deepStrictEqual(view.events[2].data, raw[2].data)
+      const history = (upTo: number) => {
+        const fold = foldSurface(view.events.slice(0, upTo + 1))
+        if (!("nodes" in fold)) return assert.fail(fold.message)
+        return fold.nodes.map((s) => deriveEventMessage(view.events[s] as Event)!)
+      }
+      const at = (seq: number) => requestAtLog(view.events as ReadonlyArray<Event>, seq) as RequestSnapshot
+      assert.deepStrictEqual(at(1).messages, history(1), "no header yet: no prefix")
+      for (const seq of [2, 3, 4, 5, 6]) assert.deepStrictEqual(at(seq).messages, [...prefix2, ...history(seq)] as never)
+      for (const seq of [7, 8, 9]) assert.deepStrictEqual(at(seq).messages, [...prefix7, ...history(seq)] as never)
+      assert.deepStrictEqual(at(9).header?.messagePrefix, prefix7 as never)
     }).pipe(provide))
 })

@@ -16,6 +16,8 @@ import { uid } from "../helpers/state.js"
 
 const cfg = { provider: "p", model: "m" }
 const tool = (name: string, parameters: unknown = { type: "object" }) => ({ name, description: `${name} tool`, parameters })
+/** A message of a `messagePrefix` (SPEC §1.5). */
+const pm = (id: string, text = `text of ${id}`) => ({ id, role: "system" as const, content: [{ type: "text", text }], source: { kind: "instructions" } })
 const h = (extra: Partial<RequestHeader> = {}, config: Record<string, unknown> = {}): RequestHeader =>
   ({ config: { ...cfg, ...config }, ...extra }) as RequestHeader
 
@@ -72,10 +74,15 @@ const PAIRS: ReadonlyArray<readonly [string, RequestHeader, RequestHeader, boole
   ],
   [
     "a non-canonical header vs its canonical form",
-    h({ system: "", tools: [], adapterDefaults: {} }, { stop: [] }),
+    h({ system: "", tools: [], adapterDefaults: {}, messagePrefix: [] }, { stop: [] }),
     h({}, { stop: [] }),
     true
-  ]
+  ],
+  ["messagePrefix absent vs []", h(), h({ messagePrefix: [] }), true],
+  ["equal messagePrefix lists", h({ messagePrefix: [pm("a"), pm("b")] }), h({ messagePrefix: [pm("a"), pm("b")] }), true],
+  ["messagePrefix absent vs one message", h(), h({ messagePrefix: [pm("a")] }), false],
+  ["messagePrefix lists in a different order", h({ messagePrefix: [pm("a"), pm("b")] }), h({ messagePrefix: [pm("b"), pm("a")] }), false],
+  ["messagePrefix messages whose text differs", h({ messagePrefix: [pm("a")] }), h({ messagePrefix: [pm("a", "other")] }), false]
 ]
 
 describe("§5.2 headerEquals and the writer's change decision", () => {
@@ -100,15 +107,16 @@ describe("§5.2 headerEquals and the writer's change decision", () => {
 })
 
 describe("§5.1 canonicalHeader", () => {
-  it("keeps config as is; drops adapterDefaults without a true marker, empty system, empty tools", () => {
+  it("keeps config as is; drops adapterDefaults without a true marker, empty system, empty tools, empty messagePrefix", () => {
     const config = { provider: "p", model: "m", maxTokens: 1, stop: [] }
-    assert.deepStrictEqual(canonicalHeader({ config, adapterDefaults: {}, system: "", tools: [] }), { config })
+    assert.deepStrictEqual(canonicalHeader({ config, adapterDefaults: {}, system: "", tools: [], messagePrefix: [] }), { config })
     assert.strictEqual(canonicalHeader({ config }).config, config)
     const full: RequestHeader = {
       config,
       adapterDefaults: { maxTokens: true },
       system: "s",
-      tools: [tool("a")]
+      tools: [tool("a")],
+      messagePrefix: [pm("a")]
     }
     assert.deepStrictEqual(canonicalHeader(full), full)
     // key order of the canonical form: config, adapterDefaults, system, tools

@@ -203,13 +203,17 @@ describe("B9 plugin type with data null", () => {
       const { events } = yield* acceptsInSeed([{ type: "plugin/ping", seq: 0, time: 0, data: null }])
       assert.strictEqual(events[0].data, null)
       const store = yield* SessionStore
-      yield* store.append(s.id, [{ type: "plugin/ping", seq: 2, time: 0, data: null } as unknown as Event], { expectedSeq: 2 })
+      yield* store.append(s.id, [{ type: "plugin/ping", seq: 2, time: 0, data: null, ignorable: true } as unknown as Event], {
+        expectedSeq: 2
+      })
       assert.strictEqual(((yield* store.load(s.id)).events[2] as Event).data, null)
     })))
 })
 
 describe("B10 serialised event larger than maxEventBytes", () => {
-  const line = (seq: number, data: unknown) => encodeEvent({ type: "plugin/blob", seq, time: 0, data } as Event)
+  // an ignorable plugin type (K9 would refuse it unmarked before the size check)
+  const line = (seq: number, data: unknown) => encodeEvent({ type: "plugin/blob", seq, time: 0, data, ignorable: true } as Event)
+  const IGNORABLE = { ignorable: true } as const
   /** A string payload whose event line has exactly `bytes` UTF-8 bytes, using 2-byte characters. */
   const sized = (seq: number, bytes: number, ch = "é") => {
     const base = Buffer.byteLength(line(seq, ""), "utf8")
@@ -226,21 +230,21 @@ describe("B10 serialised event larger than maxEventBytes", () => {
       const over = sized(1, cap + 1)
       assert.strictEqual(Buffer.byteLength(line(1, over), "utf8"), cap + 1)
       assert.isBelow(line(1, over).length, cap) // UTF-16 length is under the cap: bytes count
-      yield* rejectsAtAppend(s, ["plugin/blob", over], env("B10", 1, "size"))
+      yield* rejectsAtAppend(s, ["plugin/blob", over, IGNORABLE], env("B10", 1, "size"))
       // rejectsAtAppend appended todo/write at 1
       const exact = sized(2, cap)
       assert.strictEqual(Buffer.byteLength(line(2, exact), "utf8"), cap)
-      const e = yield* acceptsAtAppend(s, ["plugin/blob", exact])
+      const e = yield* acceptsAtAppend(s, ["plugin/blob", exact, IGNORABLE])
       assert.strictEqual(e.seq, 2)
     })))
 
   it.scoped("B10 rejects in a store batch; nothing written", () =>
     Effect.gen(function*() {
       const cap = 300
-      yield* rejectsInStoreBatch(prefix, { type: "plugin/blob", seq: 1, time: 0, data: sized(1, cap + 1) }, env("B10", 1, "size"))
+      yield* rejectsInStoreBatch(prefix, { type: "plugin/blob", seq: 1, time: 0, data: sized(1, cap + 1), ignorable: true }, env("B10", 1, "size"))
       const store = yield* SessionStore
       const s = yield* sessionWith(prefix)
-      yield* store.append(s.id, [{ type: "plugin/blob", seq: 1, time: 0, data: sized(1, cap) } as unknown as Event], {
+      yield* store.append(s.id, [{ type: "plugin/blob", seq: 1, time: 0, data: sized(1, cap), ignorable: true } as unknown as Event], {
         expectedSeq: 1
       })
       assert.strictEqual((yield* store.load(s.id)).events.length, 2)
@@ -249,7 +253,7 @@ describe("B10 serialised event larger than maxEventBytes", () => {
   it.scoped("B10 a session append over the store's cap fails and leaves the session unchanged", () =>
     Effect.gen(function*() {
       const s = yield* sessionWith(prefix)
-      yield* rejectsAtAppend(s, ["plugin/blob", "x".repeat(400)], env("B10", 1, "size"))
+      yield* rejectsAtAppend(s, ["plugin/blob", "x".repeat(400), IGNORABLE], env("B10", 1, "size"))
     }).pipe(Effect.provide(layerMemoryStore({ maxEventBytes: 300 }))))
 })
 

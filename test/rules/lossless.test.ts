@@ -234,7 +234,7 @@ describe("A10–A16 accepted", () => {
     withStore(Effect.gen(function*() {
       const s = yield* sessionWith(prefix)
       const store = yield* SessionStore
-      const rec = Object.assign(Object.create(null) as Rec, { type: "plugin/note", seq: 1, time: 0, data: nullProto() })
+      const rec = Object.assign(Object.create(null) as Rec, { type: "plugin/note", seq: 1, time: 0, data: nullProto(), ignorable: true })
       yield* store.append(s.id, [rec as unknown as Event], { expectedSeq: 1 })
       const loaded = yield* store.load(s.id)
       assertPlainCopy((loaded.events[1] as Event).data)
@@ -367,7 +367,7 @@ describe("A10–A16 accepted", () => {
       assertProtoKept(events[0].data)
       const s = yield* sessionWith(prefix)
       const store = yield* SessionStore
-      yield* store.append(s.id, [{ type: "plugin/note", seq: 1, time: 0, data: protoData() } as unknown as Event], {
+      yield* store.append(s.id, [{ type: "plugin/note", seq: 1, time: 0, data: protoData(), ignorable: true } as unknown as Event], {
         expectedSeq: 1
       })
       assertProtoKept(((yield* store.load(s.id)).events[1] as Event).data)
@@ -415,7 +415,7 @@ describe("A10–A16 accepted", () => {
       assert.strictEqual(depthOf(events[0].data), DEPTH)
       const s = yield* sessionWith(prefix)
       const store = yield* SessionStore
-      yield* store.append(s.id, [{ type: "plugin/deep", seq: 1, time: 0, data: deepArrays() } as unknown as Event], {
+      yield* store.append(s.id, [{ type: "plugin/deep", seq: 1, time: 0, data: deepArrays(), ignorable: true } as unknown as Event], {
         expectedSeq: 1
       })
       assert.strictEqual(depthOf(((yield* store.load(s.id)).events[1] as Event).data), DEPTH)
@@ -474,7 +474,7 @@ describe("A10–A16 accepted", () => {
       check(((yield* (yield* SessionStore).load(s.id)).events[1] as Event).data)
       check((yield* acceptsInSeed([{ type: "plugin/shared", seq: 0, time: 0, data }])).events[0].data)
       const store = yield* SessionStore
-      yield* store.append(s.id, [{ type: "plugin/shared", seq: 2, time: 0, data } as unknown as Event], {
+      yield* store.append(s.id, [{ type: "plugin/shared", seq: 2, time: 0, data, ignorable: true } as unknown as Event], {
         expectedSeq: 2
       })
       check(((yield* store.load(s.id)).events[2] as Event).data)

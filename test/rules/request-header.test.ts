@@ -37,6 +37,8 @@ const prefix: ReadonlyArray<Step> = [
 ]
 const SEQ = prefix.length
 const cfg = { provider: "p", model: "m" }
+/** A valid message of a `messagePrefix` (SPEC §1.5). */
+const pm = { id: "prefix-0", role: "system", content: [{ type: "text", text: "You are in /repo." }], source: { kind: "instructions" } }
 const rh = (rule: string, seq = SEQ) => ({ _tag: "RequestHeaderInvalid", rule, seq })
 
 const CASES: ReadonlyArray<readonly [string, string, unknown]> = [
@@ -61,10 +63,18 @@ const CASES: ReadonlyArray<readonly [string, string, unknown]> = [
   ["I6", "a marker for an absent config field", { header: { config: cfg, adapterDefaults: { maxTokens: true } }, reason: "initial" }],
   ["I9", "an unknown reason", { header: { config: cfg }, reason: "retry" }],
   ["I9", "reason absent", { header: { config: cfg } }],
-  ["I9", "a non-string reason", { header: { config: cfg }, reason: 1 }]
+  ["I9", "a non-string reason", { header: { config: cfg }, reason: 1 }],
+  ["I11", "a messagePrefix that is not an array", { header: { config: cfg, messagePrefix: { id: "p" } }, reason: "initial" }],
+  ["I11", "a messagePrefix null", { header: { config: cfg, messagePrefix: null }, reason: "initial" }],
+  ["I11", "a messagePrefix element that is not an object", { header: { config: cfg, messagePrefix: ["hi"] }, reason: "initial" }],
+  ["I11", "a messagePrefix message without an id", { header: { config: cfg, messagePrefix: [{ role: pm.role, content: pm.content, source: pm.source }] }, reason: "initial" }],
+  ["I11", "a messagePrefix message with an empty id", { header: { config: cfg, messagePrefix: [pm, { ...pm, id: "" }] }, reason: "initial" }],
+  ["I11", "a messagePrefix message with role tool", { header: { config: cfg, messagePrefix: [{ ...pm, role: "tool" }] }, reason: "initial" }],
+  ["I11", "a messagePrefix message whose content is not an array", { header: { config: cfg, messagePrefix: [{ ...pm, content: "hi" }] }, reason: "initial" }],
+  ["I11", "a messagePrefix message whose source is an array", { header: { config: cfg, messagePrefix: [{ ...pm, source: [] }] }, reason: "initial" }]
 ]
 
-describe("I1–I6, I9 at append and in a seed", () => {
+describe("I1–I6, I9, I11 at append and in a seed", () => {
   for (const [rule, name, data] of CASES) {
     it.scoped(`${rule} rejects ${name} at append`, () =>
       withStore(Effect.gen(function*() {
@@ -87,11 +97,12 @@ describe("I1–I6, I9 at append and in a seed", () => {
       })))
   }
 
-  it.scoped("I1–I9 run in order: I1 before I2 before I3, I6 before I9", () =>
+  it.scoped("I1–I11 run in order: I1 before I2 before I3, I6 before I9, I9 before I11", () =>
     withStore(Effect.gen(function*() {
       yield* rejectsAfter(prefix, ["request/header", { header: { config: { model: "m", reasoningEffort: "" } }, reason: "x" }], rh("I1"))
       yield* rejectsAfter(prefix, ["request/header", { header: { config: { ...cfg, reasoningEffort: "" }, adapterDefaults: null }, reason: "x" }], rh("I2"))
       yield* rejectsAfter(prefix, ["request/header", { header: { config: cfg, adapterDefaults: { maxTokens: true } }, reason: "x" }], rh("I6"))
+      yield* rejectsAfter(prefix, ["request/header", { header: { config: cfg, messagePrefix: 1 }, reason: "x" }], rh("I9"))
     })))
 })
 
@@ -144,6 +155,25 @@ describe("I10 valid headers round-trip verbatim; folds canonicalise", () => {
       assert.isTrue(Object.isFrozen(yield* session.requestHeader))
       const loaded = yield* (yield* SessionStore).load(session.id)
       assert.strictEqual(encodeEvent(loaded.events[SEQ] as Event), encodeEvent(event))
+    })))
+
+  it.scoped("I11 a header with a messagePrefix is stored verbatim, folded with it, and every rebuilt request starts with it (§5.4)", () =>
+    withStore(Effect.gen(function*() {
+      const data = { header: { config: cfg, messagePrefix: [pm] }, reason: "change" }
+      const { event, session } = yield* acceptsEverywhere(prefix, ["request/header", data])
+      assert.deepStrictEqual(event.data, data)
+      assert.deepStrictEqual(yield* session.requestHeader, data.header as never)
+      const loaded = yield* (yield* SessionStore).load(session.id)
+      assert.strictEqual(encodeEvent(loaded.events[SEQ] as Event), encodeEvent(event))
+      const history = yield* session.messages
+      assert.deepStrictEqual((yield* session.requestAt(SEQ)).messages, [pm, ...history] as never)
+      // before the header with the prefix, the request has none (the earlier header has no prefix)
+      assert.deepStrictEqual((yield* session.requestAt(SEQ - 1)).messages, history as never)
+      // an empty prefix is dropped by the canonical fold and adds nothing
+      const empty = { header: { config: cfg, messagePrefix: [] }, reason: "change" }
+      const next = yield* session.appendUnknown("request/header", empty)
+      assert.deepStrictEqual(yield* session.requestHeader, { config: cfg } as never)
+      assert.deepStrictEqual((yield* session.requestAt(next.seq)).messages, history as never)
     })))
 
   it.scoped("I10 a non-canonical but valid header is accepted verbatim; the fold is canonical", () =>

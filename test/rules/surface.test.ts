@@ -75,7 +75,7 @@ describe("D surface eligibility and marker", () => {
       assert.include((e as Error).message, "not surface-eligible")
       assert.include((e as Error).message, "cannot carry surfaceOp")
       yield* rejectsEverywhere(u0, ["turn/start", { turn: 1 }, replace(0, 0, [0])], marker("D1", 1, "turn/start"))
-      yield* rejectsEverywhere(u0, ["plugin/x", null, APPEND], marker("D1", 1, "plugin/x"))
+      yield* rejectsEverywhere(u0, ["plugin/x", null, { surfaceOp: "append", ignorable: true }], marker("D1", 1, "plugin/x"))
     })))
 
   it.scoped("D2 rejects a log-only type carrying sourceEventSeqs", () =>

@@ -1,7 +1,8 @@
 /**
- * SPEC §8.4 / §3.4 K7, K8, K9 (vocabulary): unknown types are accepted at append (K9) and
- * refused on the next cold read (`SessionLive.open`, `SessionLive.inspect`) unless `ignorable: true`
- * (K7), in which case they load and are preserved (K8).
+ * SPEC §8.4 / §3.4 K7, K8, K9 (vocabulary): unknown types without `ignorable: true` are refused
+ * at append (K9: session and store batch, nothing written) and on a cold read of a log another
+ * writer produced (`SessionLive.open`, `SessionLive.inspect`: K7); marked `ignorable: true` they
+ * are accepted, load and are preserved (K8).
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -25,13 +26,19 @@ type Rec = Record<string, unknown>
 
 const prefix: ReadonlyArray<Step> = [user("u0"), todo]
 
-/** A stored session: `prefix` appended through a handle, then `extra` written by `store.append`. */
+/**
+ * A stored session: `prefix` appended through a handle, then `extra` planted as if another writer
+ * had written it (the memory store's whole-log replacement, which checks nothing: append would
+ * refuse an unknown type, K9).
+ */
 const storedWith = (extra: ReadonlyArray<Rec>) =>
   Effect.gen(function*() {
     const id = uid("k")
     yield* Effect.scoped(sessionWith(prefix, id))
     const store = yield* SessionStore
-    yield* store.append(id, extra as unknown as ReadonlyArray<Event>, { expectedSeq: prefix.length })
+    const loaded = yield* store.load(id)
+    const events = [...loaded.events, ...extra] as unknown as ReadonlyArray<Event>
+    yield* store.replaceLog(id, loaded.header, events, { revision: loaded.revision, backup: "planted" })
     return id
   })
 
@@ -109,21 +116,36 @@ describe("K8 unknown types with ignorable: true load and are preserved", () => {
     })))
 })
 
-describe("K9 unknown types are accepted at append", () => {
-  it.scoped("K9 an unknown required type is accepted and stored at append; the next cold read refuses it (K7)", () =>
+describe("K9 unknown types without ignorable are refused at append", () => {
+  for (const type of ["title/set", "session/title", "plugin/x"]) {
+    it.scoped(`K9 ${type} without ignorable is refused by Session.append and by a store batch; nothing written`, () =>
+      withStore(Effect.gen(function*() {
+        const id = uid("k")
+        yield* Effect.scoped(Effect.gen(function*() {
+          const s = yield* sessionWith(prefix, id)
+          const before = yield* storedText(id)
+          assertError(yield* Effect.flip(s.appendUnknown(type, { title: "t" })), unknown("K9", 2, type))
+          assert.strictEqual((yield* s.events).length, 2)
+          assert.strictEqual(yield* storedText(id), before)
+          const next = yield* s.appendUnknown(...todo)
+          assert.strictEqual(next.seq, 2, "the refused append took no seq")
+        }))
+        const store = yield* SessionStore
+        const before = yield* storedText(id)
+        const e = yield* Effect.flip(store.append(id, [{ type, seq: 3, time: 0, data: {} } as unknown as Event], { expectedSeq: 3 }))
+        assertError(e, unknown("K9", 3, type))
+        assert.strictEqual(yield* storedText(id), before)
+      })))
+  }
+
+  it.scoped("K9 comes after B2/B6 and before the walk: an unknown type with bad data is K9", () =>
     withStore(Effect.gen(function*() {
-      const id = uid("k")
-      yield* Effect.scoped(Effect.gen(function*() {
-        const s = yield* sessionWith(prefix, id)
-        const e = yield* s.appendUnknown("title/set", { title: "t" })
-        assert.strictEqual(e.seq, 2)
-        assert.isUndefined(e.ignorable)
-        const next = yield* s.appendUnknown(...todo)
-        assert.strictEqual(next.seq, 3)
-        const loaded = yield* (yield* SessionStore).load(id)
-        assert.strictEqual(encodeEvent(loaded.events[2] as Event), encodeEvent(e))
-      }))
-      assertError(yield* Effect.flip(Effect.scoped(SessionLive.open(id))), unknown("K7", 2, "title/set"))
+      const s = yield* sessionWith(prefix)
+      assertError(yield* Effect.flip(s.appendUnknown("title/set", { n: 1n })), unknown("K9", 2, "title/set"))
+      assertError(yield* Effect.flip(s.appendUnknown("title/set", {}, { ignorable: false as never })), {
+        _tag: "InvalidEnvelope",
+        rule: "B6"
+      })
     })))
 
   it.scoped("K9 an unknown type appended with ignorable: true survives reopening", () =>

@@ -49,6 +49,26 @@ describe("payload Schemas and the shape rules", () => {
     { fastCheck: { numRuns: 500 } }
   )
 
+  it.prop(
+    "I11 a messagePrefix a rule refuses (arbitrary JSON elements) is refused by the request/header Schema",
+    [fc.array(fc.oneof(
+      fc.jsonValue({ maxDepth: 3 }),
+      fc.record({
+        id: fc.oneof(fc.string(), fc.jsonValue({ maxDepth: 1 })),
+        role: fc.constantFrom("system", "user", "assistant", "tool", 1),
+        content: fc.oneof(fc.array(fc.jsonValue({ maxDepth: 2 })), fc.jsonValue({ maxDepth: 1 })),
+        source: fc.oneof(fc.dictionary(fc.string(), fc.jsonValue({ maxDepth: 1 })), fc.jsonValue({ maxDepth: 1 }))
+      }, { requiredKeys: [] })
+    ), { maxLength: 3 })],
+    ([prefix]) => {
+      const data = { header: { config: { provider: "p", model: "m" }, messagePrefix: prefix }, reason: "initial" }
+      if (checkTypeShape("request/header", data, 0) !== undefined) {
+        assert.isFalse(schemaAccepts("request/header", data), describeCase("request/header", data))
+      }
+    },
+    { fastCheck: { numRuns: 500 } }
+  )
+
   for (const type of CHECKED) {
     it.prop(
       `every ${type} payload its Schema describes passes the rules`,
