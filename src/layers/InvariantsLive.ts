@@ -7,11 +7,11 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { InvariantViolation } from "../schema/Errors.js"
 import type { Event } from "../schema/Events.js"
+import { isRecord } from "../schema/Validation.js"
 import { Invariants } from "../services/Invariants.js"
 import type { PreCommitValidator, ValidatorFactory } from "../services/Session.js"
 
 type Rec = Record<string, unknown>
-const isRecord = (v: unknown): v is Rec => typeof v === "object" && v !== null && !Array.isArray(v)
 const isSafeNonNegInt = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0
 
 interface Bracket {

@@ -14,6 +14,7 @@ import * as Stream from "effect/Stream"
 import { CompactionRejected } from "../schema/Errors.js"
 import type { ContentBlock, Message, TextBlock, TokenUsage } from "../schema/Messages.js"
 import type { ToolSpec } from "../schema/RequestHeader.js"
+import { isRecord } from "../schema/Validation.js"
 import {
   SUMMARY_INSTRUCTION,
   Summarizer,
@@ -25,7 +26,6 @@ import {
 import { requestToPrompt } from "../services/PromptConversion.js"
 
 type Rec = Record<string, unknown>
-const isRecord = (v: unknown): v is Rec => typeof v === "object" && v !== null && !Array.isArray(v)
 
 const p7 = (detail: string): CompactionRejected => new CompactionRejected({ rule: "P7", reason: "summary", detail })
 

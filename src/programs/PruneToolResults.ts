@@ -9,22 +9,38 @@ import * as Schema from "effect/Schema"
 import { CompactionRejected } from "../schema/Errors.js"
 import { EventPayloads, type PayloadOf } from "../schema/Events.js"
 import type { ContentBlock } from "../schema/Messages.js"
+import { isRecord } from "../schema/Validation.js"
 import { type AppendError, Session } from "../services/Session.js"
 import { corrupt, defaultEstimator, type TokenEstimator } from "./Tokens.js"
 
-/** The text put where the middle of a tool result was removed (51 code points). */
+/**
+ * The text put where the middle of a tool result was removed (51 code points).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const PRUNE_MARKER = "\n\n[... middle of this tool result was pruned ...]\n\n"
 
 const MARKER_POINTS = Array.from(PRUNE_MARKER).length
 
-/** Pruner configuration. */
+/**
+ * Pruner configuration, in code points.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface PruneConfig {
   readonly thresholdChars: number
   readonly headChars: number
   readonly tailChars: number
 }
 
-/** The defaults: 8192 / 4096 / 1024. */
+/**
+ * The defaults: 8192 / 4096 / 1024.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const DEFAULT_PRUNE_CONFIG: PruneConfig = { thresholdChars: 8192, headChars: 4096, tailChars: 1024 }
 
 const PRUNE_KEYS: ReadonlySet<string> = new Set(["thresholdChars", "headChars", "tailChars"])
@@ -36,10 +52,13 @@ const isNonNegInt = (v: unknown): v is number => typeof v === "number" && Number
 /**
  * Validate a pruner configuration (P13): known keys only; `thresholdChars` an integer ≥ 1;
  * `headChars`, `tailChars` non-negative integers; `headChars + |PRUNE_MARKER| + tailChars ≤ thresholdChars`.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const validatePruneConfig = (input: unknown = {}): PruneConfig | CompactionRejected => {
-  if (typeof input !== "object" || input === null || Array.isArray(input)) return p13("pruner config must be an object")
-  const rec = input as Record<string, unknown>
+  if (!isRecord(input)) return p13("pruner config must be an object")
+  const rec = input
   for (const key of Object.keys(rec)) if (!PRUNE_KEYS.has(key)) return p13(`unknown pruner config key "${key}"`)
   const config: PruneConfig = {
     thresholdChars: rec.thresholdChars === undefined ? DEFAULT_PRUNE_CONFIG.thresholdChars : (rec.thresholdChars as number),
@@ -65,6 +84,9 @@ const isTextBlock = (b: ContentBlock): b is ContentBlock & { readonly text: stri
  * `thresholdChars` code points; otherwise the blocks with code points `[headChars, N − tailChars)`
  * removed, `PRUNE_MARKER` inserted once where the removed span starts, text blocks left empty
  * (without the marker) dropped and non-text blocks kept in place.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const pruneContent = (
   inner: ReadonlyArray<ContentBlock>,
@@ -109,6 +131,9 @@ const isToolResultData = Schema.is(EventPayloads["tool/result"])
 /**
  * Prune one `tool/result` payload: the original with only `message.content[0].content` changed
  * (same id, turn, step, error, meta), or `undefined` when nothing is pruned.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const pruneToolResult = (data: ToolResultData, config: PruneConfig): ToolResultData | undefined => {
   const block = data.message.content[0]
@@ -120,7 +145,12 @@ export const pruneToolResult = (data: ToolResultData, config: PruneConfig): Tool
   }
 }
 
-/** One landed prune. */
+/**
+ * One landed prune.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface PrunedResult {
   /** The pruned node (the original tool result). */
   readonly seq: number
@@ -129,12 +159,22 @@ export interface PrunedResult {
   readonly shadowedTokenCount: number
 }
 
-/** The outcome of one pass. */
+/**
+ * The outcome of one pass.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface PruneReport {
   readonly pruned: ReadonlyArray<PrunedResult>
 }
 
-/** Options of a pruning pass. */
+/**
+ * Options of a pruning pass.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface PruneOptions {
   /** Pruner configuration (validated, P13). */
   readonly config?: Partial<PruneConfig> | undefined
@@ -144,7 +184,28 @@ export interface PruneOptions {
 /**
  * One pruning pass over a snapshot of the current surface. Each prune is written inside
  * `session.exclusive` as `compaction/prune` immediately followed by its replacement; an append
- * failure stops the pass (replacements already landed stay).
+ * failure stops the pass (replacements already landed stay). An invalid config fails with P13
+ * before anything is read; a second pass right after the first prunes nothing.
+ *
+ * @example
+ * ```ts
+ * import * as Effect from "effect/Effect"
+ * import { PruneToolResults, SessionLive, SqliteStore } from "effect-session-log"
+ *
+ * // keep the first 2,000 and the last 500 code points of every tool result over 4,000
+ * const program = PruneToolResults.pruneToolResults({
+ *   config: { thresholdChars: 4000, headChars: 2000, tailChars: 500 }
+ * }).pipe(Effect.tap((report) => Effect.log(`pruned ${report.pruned.length} tool results`)))
+ *
+ * program.pipe(
+ *   Effect.provide(SessionLive.layerOpen("s1")),
+ *   Effect.provide(SqliteStore.layerSqliteStore({ filename: "./sessions.db" })),
+ *   Effect.runPromise
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ * @category programs
  */
 export const pruneToolResults = Effect.fn("PruneToolResults.run")(function*(options: PruneOptions = {}) {
   const config = validatePruneConfig(options.config ?? {})

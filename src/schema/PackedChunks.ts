@@ -6,6 +6,7 @@
  */
 import type { Event } from "./Events.js"
 import { encodeJson, type Json, utf8Length } from "./Json.js"
+import { isRecord } from "./Validation.js"
 
 /** The `type` tags of packed rows. */
 export const PACKED_ROW_TAGS = ["text-chunks", "reasoning-chunks", "tool-call-chunks"] as const
@@ -69,7 +70,6 @@ export const DEFAULT_MAX_ROW_MEMBERS = 1_024
 export const DEFAULT_MAX_ROW_BYTES = 1_048_576
 
 type Rec = Record<string, unknown>
-const isRecord = (v: unknown): v is Rec => typeof v === "object" && v !== null && !Array.isArray(v)
 const isSafeInt = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v)
 /** A safe integer that serialises back to itself (-0 would come back as 0). */
 const isExactInt = (v: unknown): v is number => isSafeInt(v) && !Object.is(v, -0)

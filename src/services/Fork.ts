@@ -8,6 +8,7 @@ import * as Effect from "effect/Effect"
 import { AppendConflict, ForkRejected, SessionNotFound, type StoreFailure } from "../schema/Errors.js"
 import { SESSION_FORMAT_VERSION } from "../schema/Format.js"
 import type { SessionHeader } from "../schema/SessionHeader.js"
+import { isRecord } from "../schema/Validation.js"
 import { nextId } from "./IdGenerator.js"
 import { type SeedError, validateSeed, wrapL9 } from "./Seed.js"
 import type { FlushError, SessionShape } from "./Session.js"
@@ -31,7 +32,6 @@ export interface ForkPlan {
 }
 
 type Rec = Record<string, unknown>
-const isRecord = (v: unknown): v is Rec => typeof v === "object" && v !== null && !Array.isArray(v)
 
 /** A `ForkRejected` with its rule and code. */
 export const reject = (rule: string, code: ForkRejected["code"], detail: string) => new ForkRejected({ rule, code, detail })

@@ -6,20 +6,50 @@
 import * as Context from "effect/Context"
 import * as Layer from "effect/Layer"
 import type { Event } from "../schema/Events.js"
+import { isRecord } from "../schema/Validation.js"
 
-/** Text of the result for a call recorded as started (exact, SPEC §6). */
+/**
+ * Text of the result for a call recorded as started (exact, SPEC §6).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const REPAIR_TEXT_OUTCOME_UNKNOWN =
   "This tool call was interrupted after it was recorded as started, so its outcome is unknown: it may or may not have taken effect. Retry it only if it is read-only or idempotent. Otherwise check the current state first, or ask the user. Do not retry blindly."
 
-/** Text of the result for a call never recorded as started (exact, SPEC §6). */
+/**
+ * Text of the result for a call never recorded as started (exact, SPEC §6).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const REPAIR_TEXT_NOT_STARTED =
   "This tool call was interrupted before it was recorded as started, so it did not run. Retry it if it is still needed."
 
-type Rec = Record<string, unknown>
-const isRecord = (v: unknown): v is Rec => typeof v === "object" && v !== null && !Array.isArray(v)
 const isInt = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v)
 
-/** The closers for a contiguous log that may end inside a turn (empty if no turn is open). */
+/**
+ * The closers for a contiguous log that may end inside a turn (empty if no turn is open): a
+ * `tool/result` for every tool call of the unfinished step still unanswered
+ * (`TOOL_OUTCOME_UNKNOWN` when its `tool/call` was recorded, `TOOL_NOT_STARTED` otherwise), then
+ * `step/end` if a step is open, then `turn/end { kind: "interrupted" }`. Pure: the events are
+ * numbered after the last one and nothing is appended (`Session.open` appends them).
+ *
+ * @example
+ * ```ts
+ * import * as Effect from "effect/Effect"
+ * import { Repair, Session, SessionLive } from "effect-session-log"
+ *
+ * // what opening session "s1" would append, without writing anything (needs a SessionStore)
+ * const preview = Effect.map(SessionLive.inspect("s1"), (inspected) => inspected.closers)
+ *
+ * // the closers of the current session's log, computed in memory
+ * const pending = Effect.flatMap(Session.Session, (session) => Effect.map(session.events, Repair.closers))
+ * ```
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const closers = (events: ReadonlyArray<Event>): Array<Event> => {
   let openTurn: number | undefined
   let openStep: number | undefined
@@ -114,15 +144,48 @@ export const closers = (events: ReadonlyArray<Event>): Array<Event> => {
   return out
 }
 
-/** The Repair service shape. */
+/**
+ * The Repair service shape.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface RepairShape {
   readonly closers: (events: ReadonlyArray<Event>) => ReadonlyArray<Event>
 }
 
-/** The Repair service: computes crash closers (the SPEC §6 policy unless a layer provides another). */
+/**
+ * The Repair service: computes crash closers (the SPEC §6 policy unless a layer provides another).
+ * `Session.open` and `inspect` read it; it is a `Context.Reference`, so nothing needs to provide it.
+ *
+ * @example
+ * ```ts
+ * import * as Layer from "effect/Layer"
+ * import { Repair, SessionLive } from "effect-session-log"
+ *
+ * // the SPEC §6 closers, reported on stderr whenever a session is opened after a crash
+ * const reportingRepair = Layer.succeed(Repair.Repair, {
+ *   closers: (events) => {
+ *     const closers = Repair.closers(events)
+ *     if (closers.length > 0) console.error(`closing an interrupted turn with ${closers.length} events`)
+ *     return closers
+ *   }
+ * })
+ *
+ * const session = SessionLive.layerOpen("s1").pipe(Layer.provide(reportingRepair))
+ * ```
+ *
+ * @since 0.1.0
+ * @category tags
+ */
 export class Repair extends Context.Reference<Repair>()("effect-session-log/Repair", {
   defaultValue: (): RepairShape => ({ closers })
 }) {}
 
-/** The standard repair policy of SPEC §6. */
+/**
+ * The standard repair policy of SPEC §6 (the Reference's default, as a layer).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer: Layer.Layer<Repair> = Layer.succeed(Repair, { closers })

@@ -2,10 +2,9 @@
  * The surface (SPEC §4): the ordered seqs of the events that currently project to model
  * messages. Owns the incremental tracker (validate-before-commit plans, O(new events) catch-up,
  * `replaceGeneration`), the pure full fold with replacement history, and message derivation.
+ * The "SurfaceManager" of SPEC §4.1 is the `SurfaceTracker` each open session holds (read through
+ * `Session.surface`); the surface is normative, so it is pure code here rather than a swappable Tag.
  */
-import * as Context from "effect/Context"
-import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import {
   ProvenanceInvalid,
   ReplaceRangeInvalid,
@@ -16,7 +15,7 @@ import {
 import type { Event } from "../schema/Events.js"
 import { jsonEquals, type Json } from "../schema/Json.js"
 import type { Message } from "../schema/Messages.js"
-import { checkMarkers } from "../schema/Validation.js"
+import { checkMarkers, isRecord } from "../schema/Validation.js"
 
 /** Errors of a surface transition (D, E, F, G). */
 export type PlanError = SurfaceMarkerInvalid | ProvenanceInvalid | ReplaceRangeInvalid | ToolResultRewriteInvalid
@@ -55,7 +54,6 @@ export interface SurfaceFold {
 }
 
 type Rec = Record<string, unknown>
-const isRecord = (v: unknown): v is Rec => typeof v === "object" && v !== null && !Array.isArray(v)
 
 /** Structural equality of two records except one key (G3 helper). */
 const equalExcept = (a: unknown, b: unknown, skip: string): boolean => {
@@ -318,24 +316,3 @@ export class SurfaceTracker {
     return this.generation
   }
 }
-
-/** The SurfaceManager service: incremental trackers and the pure full fold as Effects. */
-export class SurfaceManager extends Context.Tag("effect-session-log/SurfaceManager")<
-  SurfaceManager,
-  {
-    /** Full fold with replacement metadata (SPEC §4.5). */
-    readonly fold: (events: ReadonlyArray<Event>, baseSeq?: number) => Effect.Effect<SurfaceFold, SurfaceError>
-    /** A tracker over a caller-owned, growing log (optionally a window starting at `baseSeq`). */
-    readonly track: (log: ReadonlyArray<Event>, baseSeq?: number) => Effect.Effect<SurfaceTracker>
-  }
->() {}
-
-/** The default SurfaceManager. */
-export const layer: Layer.Layer<SurfaceManager> = Layer.succeed(SurfaceManager, {
-  fold: (events, baseSeq) =>
-    Effect.suspend(() => {
-      const result = foldSurface(events, baseSeq)
-      return "nodes" in result ? Effect.succeed(result) : Effect.fail(result)
-    }),
-  track: (log, baseSeq) => Effect.sync(() => new SurfaceTracker(log, baseSeq))
-})
