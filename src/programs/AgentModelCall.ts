@@ -11,7 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Stream from "effect/Stream"
 import type { ToolCallBlock } from "../schema/Messages.js"
-import type { RequestConfig, RequestHeader } from "../schema/RequestHeader.js"
+import { type RequestConfig, type RequestHeader, requestMessages } from "../schema/RequestHeader.js"
 import { nextId } from "../services/IdGenerator.js"
 import {
   aiErrorFailure,
@@ -101,7 +101,8 @@ export const modelCall = <R>(
       loop.newSeries = false
       // the request is derived from the log as it stands now (SPEC §1.6 notes)
       const latest = yield* session.requestHeader
-      const messages = yield* session.messages
+      // SPEC §1.5: the header's messagePrefix (none in a header this loop writes) then the history
+      const messages = requestMessages(latest, yield* session.messages)
       const prompt = requestToPrompt({ header: latest, messages })
       const config = latest?.config ?? header.config
       st.phase = "streaming"

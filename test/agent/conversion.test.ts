@@ -25,7 +25,10 @@ import {
   requestToPrompt,
   usageOf
 } from "../../src/services/PromptConversion.js"
+import { layerMemoryStore } from "../../src/layers/MemoryStore.js"
+import * as SessionLive from "../../src/layers/SessionLive.js"
 import type { Message } from "../../src/schema/Messages.js"
+import { requestMessages } from "../../src/schema/RequestHeader.js"
 import { toolkit } from "./helpers.js"
 
 const header = {
@@ -85,6 +88,24 @@ describe("PromptConversion", () => {
     assert.strictEqual(back.system, "be brief")
     assert.deepStrictEqual(back.messages, messages)
   })
+
+  it("§1.5/§5.4 a rebuilt request of a header with a messagePrefix converts as system, prefix, history", () =>
+    Effect.runSync(Effect.gen(function*() {
+      const prefix = [
+        { id: "p0", role: "system", content: [{ type: "text", text: "You are in /repo." }], source: { kind: "instructions" } },
+        { id: "p1", role: "user", content: [{ type: "text", text: "AGENTS.md: be brief" }], source: { kind: "catalog" } }
+      ]
+      const s = yield* SessionLive.create({ id: "prefix" })
+      yield* s.appendUnknown("user/message", messages[0], { surfaceOp: "append" })
+      const h = yield* s.appendUnknown("request/header", { header: { ...header, messagePrefix: prefix }, reason: "initial" })
+      const request = yield* s.requestAt(h.seq)
+      const prompt = requestToPrompt(request)
+      assert.deepStrictEqual(prompt.content.map((m) => m.role), ["system", "system", "user", "user"])
+      assert.strictEqual((prompt.content[1] as Prompt.SystemMessage).content, "You are in /repo.")
+      assert.deepStrictEqual(promptToRequest(prompt).messages.map((m) => m.id), ["p0", "p1", "u1"])
+      // the same messages the agent loop sends: requestMessages(header, history)
+      assert.deepStrictEqual(request.messages, requestMessages(yield* s.requestHeader, yield* s.messages))
+    }).pipe(Effect.scoped, Effect.provide(layerMemoryStore()))))
 
   it("§1.5 a prompt without a header has no system message; an empty header system is dropped", () => {
     assert.strictEqual(requestToPrompt({ header: undefined, messages: messages.slice(0, 1) }).content[0].role, "user")
