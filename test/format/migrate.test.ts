@@ -13,6 +13,8 @@ import * as Effect from "effect/Effect"
 import { createRequire } from "node:module"
 import { fileURLToPath } from "node:url"
 import { makeJsonlStore, readJsonlFile } from "../../src/layers/JsonlStore.js"
+import { makeMemoryStore } from "../../src/layers/MemoryStore.js"
+import { requestAtLog } from "../../src/services/RequestAt.js"
 import { inspectLoaded } from "../../src/services/Resume.js"
 import { makeSqliteStore } from "../../src/layers/SqliteStore.js"
 import { encodeEvent } from "../../src/schema/EventCodec.js"
@@ -346,5 +348,53 @@ describe("SQLite: a v0 session upgrades with a session_backups row", () => {
       assert.deepStrictEqual(yield* db.raw(backups), [])
       assert.strictEqual(yield* db.raw((d) => versionOf(d, "n2-turn-start-trigger")), 2)
       assert.strictEqual(yield* db.raw((d) => versionOf(d, "n5-context-message")), -1)
+    }).pipe(provide))
+})
+
+describe("§8.3 normalisation 6 and messagePrefix on every backend (issue 13)", () => {
+  const FIXTURES = ["n6-reference-log-only", "n-message-prefix"]
+
+  /** Open the fixture through `SessionLive.open` on `store`: every request rebuilt as from the file. */
+  const sameRequests = (store: SessionStoreShape, id: string) =>
+    Effect.gen(function*() {
+      const expected = yield* inspectLoaded(yield* readJsonlFile(`${DIR}${id}.jsonl`))
+      yield* Effect.scoped(Effect.gen(function*() {
+        const s = yield* SessionLive.open(id)
+        const events = yield* s.events
+        assert.deepStrictEqual(linesOf(events.slice(0, expected.events.length)), linesOf(expected.events))
+        for (let seq = 0; seq < expected.events.length; seq++) {
+          assert.deepStrictEqual(yield* s.requestAt(seq), requestAtLog(expected.events, seq) as never, `${id} at ${seq}`)
+        }
+      })).pipe(Effect.provideService(SessionStore, store))
+      // reopened from storage: the same again
+      const reloaded = yield* inspectLoaded(yield* store.load(id))
+      assert.deepStrictEqual(linesOf(reloaded.events.slice(0, expected.events.length)), linesOf(expected.events))
+    })
+
+  it.scoped("JSONL: open upgrades them (backup kept) and every requestAt equals the file's own", () =>
+    Effect.gen(function*() {
+      const j = yield* jsonlWith(FIXTURES)
+      for (const id of FIXTURES) {
+        yield* sameRequests(j.store, id)
+        assert.include(yield* j.listing, `${encodeSessionId(id)}.jsonl.v0.bak`)
+      }
+    }).pipe(provide))
+
+  it.scoped("SQLite: open upgrades them (backup row) and every requestAt equals the file's own", () =>
+    Effect.gen(function*() {
+      const db = yield* sqliteWith(FIXTURES.map((id) => [id, 0] as const))
+      for (const id of FIXTURES) yield* sameRequests(db.store, id)
+      assert.strictEqual((yield* db.raw(backups)).length, FIXTURES.length)
+    }).pipe(provide))
+
+  it.scoped("memory: imported as upgraded v1 events, every requestAt equals the file's own", () =>
+    Effect.gen(function*() {
+      const store = yield* makeMemoryStore()
+      for (const id of FIXTURES) {
+        const view = yield* inspectLoaded(yield* readJsonlFile(`${DIR}${id}.jsonl`))
+        yield* store.create(view.header)
+        yield* store.append(id, view.events as ReadonlyArray<Event>, { expectedSeq: 0 })
+        yield* sameRequests(store, id)
+      }
     }).pipe(provide))
 })
