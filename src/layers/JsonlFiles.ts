@@ -14,9 +14,18 @@ import { encodeSessionId } from "../schema/SessionIdEncoding.js"
 
 /** Where a session's file lives. */
 export interface SessionPath {
-  /** `encode(id)` (SPEC §7.4.1). */
+  /** `encode(id)` (SPEC §7.4.1); the file name without `.jsonl` for the store's named file. */
   readonly name: string
   readonly file: string
+  /** The store's named file (`JsonlStoreOptions.file`): its name is not checked against the id. */
+  readonly named?: true
+}
+
+/** One session of the store kept in a file of any name (SPEC §12: a `.jsonl` path given to the CLI). */
+export interface NamedFile {
+  readonly sessionId: string
+  /** In the store's root (temporary files and backups are made beside it). */
+  readonly path: string
 }
 
 /** A written and fsynced temporary file: its path and the identity a link or rename publishes. */
@@ -29,7 +38,10 @@ export interface TempFile {
 /** The file steps of one store's root. */
 export interface JsonlFiles {
   readonly pathOf: (id: string) => SessionPath
-  /** The session files in the root (`.jsonl`, not hidden); none when the root does not exist. */
+  /**
+   * The session files in the root (`.jsonl`, not hidden); none when the root does not exist. With
+   * a named file: that file, and not `<encode(its id)>.jsonl`, which it stands in for.
+   */
   readonly sessionFiles: Effect.Effect<ReadonlyArray<SessionPath>, PlatformError>
   /** A stat, none when the path does not exist. */
   readonly stat: (path: string) => Effect.Effect<Option.Option<FileSystem.File.Info>, PlatformError>
@@ -113,12 +125,24 @@ const randomHex = Effect.gen(function*() {
   return out
 })
 
-/** The file steps of the store rooted at `root` (resolved against the working directory). */
-export const make = (root: string): Effect.Effect<JsonlFiles, never, FileSystem.FileSystem | Path.Path> =>
+/**
+ * The file steps of the store rooted at `root` (resolved against the working directory); `named`
+ * keeps its session in that file, which must lie in `root`, instead of `<encode(id)>.jsonl`.
+ */
+export const make = (root: string, named?: NamedFile): Effect.Effect<JsonlFiles, never, FileSystem.FileSystem | Path.Path> =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const path = yield* Path.Path
     const dir = path.resolve(root)
+    const namedPath: SessionPath | undefined = named === undefined ? undefined : {
+      name: path.basename(named.path).replace(/\.jsonl$/, ""),
+      file: path.resolve(named.path),
+      named: true
+    }
+    if (namedPath !== undefined && path.dirname(namedPath.file) !== dir) {
+      return yield* Effect.dieMessage(`JsonlStore: the named file ${namedPath.file} must lie in the root ${dir}`)
+    }
+    const shadowed = named === undefined ? undefined : encodeSessionId(named.sessionId)
     const removeQuietly = (p: string) => Effect.ignore(fs.remove(p))
     const stat = (p: string) =>
       fs.stat(p).pipe(
@@ -195,14 +219,19 @@ export const make = (root: string): Effect.Effect<JsonlFiles, never, FileSystem.
     const sessionFiles = fs.readDirectory(dir).pipe(
       Effect.catchIf(isNotFound, () => Effect.succeed<Array<string>>([])),
       Effect.map((names) =>
-        names
-          .filter((entry) => entry.endsWith(".jsonl") && !entry.startsWith("."))
-          .map((entry) => ({ name: entry.slice(0, -".jsonl".length), file: path.join(dir, entry) }))
+        names.flatMap((entry): Array<SessionPath> => {
+          const file = path.join(dir, entry)
+          if (file === namedPath?.file) return [namedPath]
+          if (!entry.endsWith(".jsonl") || entry.startsWith(".")) return []
+          const name = entry.slice(0, -".jsonl".length)
+          return name === shadowed ? [] : [{ name, file }]
+        })
       )
     )
 
     const files: JsonlFiles = {
       pathOf: (id) => {
+        if (namedPath !== undefined && id === named?.sessionId) return namedPath
         const name = encodeSessionId(id)
         return { name, file: path.join(dir, name + ".jsonl") }
       },

@@ -50,6 +50,14 @@ export interface JsonlStoreOptions {
   readonly maxEventBytes?: number
   /** Write runs of streamed delta chunks as packed rows (SPEC Appendix A); default false. */
   readonly packChunks?: boolean
+  /**
+   * One session kept in a file of any name in `root` (the CLI's `.jsonl` path, SPEC §12): session
+   * `sessionId` is the file at `path` instead of `<root>/<encode(id)>.jsonl`, which it shadows.
+   * Its reads skip the file-name check (the header id must still be `sessionId`, L6); its lock,
+   * torn-tail truncation and `replaceLog` (the backup beside it) act on that file. Other ids (a
+   * fork's child) live in `root` as usual. A `path` outside `root` is a defect.
+   */
+  readonly file?: JsonlFiles.NamedFile
 }
 
 const DEFAULT_LOCK_TIMEOUT_MS = 5_000
@@ -78,7 +86,7 @@ export const makeJsonlStore = (
     const p: Pieces = {
       fs: yield* FileSystem.FileSystem,
       sync: yield* SyncFileSystem,
-      files: yield* JsonlFiles.make(options.root),
+      files: yield* JsonlFiles.make(options.root, options.file),
       sessions: yield* JsonlSessions.make,
       maxLineBytes,
       lockTimeoutMs: options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS,
@@ -156,8 +164,9 @@ const changedSinceRead = (id: string, expectedSeq: number, storedSeq: number) =>
 
 /** Stream the session's file through the scanner with its identity checks (L6); none when absent. */
 const scanSession = (p: Pieces, id: string, method: string, keepEvents: boolean) => {
-  const { file, name } = p.files.pathOf(id)
-  return scanFile(p.fs, file, { location: file, expectedId: id, expectedName: name, maxLineBytes: p.maxLineBytes, keepEvents }, method)
+  const { file, name, named } = p.files.pathOf(id)
+  const nameCheck = named ? {} : { expectedName: name }
+  return scanFile(p.fs, file, { location: file, expectedId: id, ...nameCheck, maxLineBytes: p.maxLineBytes, keepEvents }, method)
 }
 
 /** Cold-read errors met by a writer: format refusals and header faults become StoreCorrupt. */
@@ -417,10 +426,10 @@ const replaceLog = (p: Pieces, id: string, header: SessionHeader, events: Readon
 const list = (p: Pieces) =>
   Effect.gen(function*() {
     const headers: Array<SessionHeader> = []
-    for (const { file, name } of yield* p.files.sessionFiles.pipe(mapFs("list"))) {
+    for (const { file, name, named } of yield* p.files.sessionFiles.pipe(mapFs("list"))) {
       const scanned = yield* Effect.either(scanFile(p.fs, file, {
         location: file,
-        expectedName: name,
+        ...(named ? {} : { expectedName: name }),
         maxLineBytes: p.maxLineBytes,
         keepEvents: false,
         headerOnly: true
