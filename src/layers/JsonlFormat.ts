@@ -195,6 +195,8 @@ export interface Scanned {
   readonly events: Array<unknown>
   readonly nextSeq: number
   readonly tornTail: TornTail | undefined
+  /** How many packed chunk rows (Appendix A) the committed prefix holds: the file's layout. */
+  readonly packedRows: number
 }
 
 const OVERLONG: unique symbol = Symbol("OVERLONG")
@@ -210,6 +212,7 @@ export class Scanner {
   private storedVersion = 0
   private readonly events: Array<unknown> = []
   private nextSeq = 0
+  private packedRows = 0
   private defect:
     | {
       readonly reason: TornTail["reason"]
@@ -282,7 +285,8 @@ export class Scanner {
       storedVersion: this.storedVersion,
       events: this.events,
       nextSeq: this.nextSeq,
-      tornTail
+      tornTail,
+      packedRows: this.packedRows
     }
   }
 
@@ -367,6 +371,7 @@ export class Scanner {
       )
     }
     const packed = isPackedRowTag(value.type)
+    if (packed) this.packedRows++
     if (this.opts.keepEvents) {
       if (packed) for (const e of decoded.events) this.events.push(e)
       else this.events.push(reorder(value))

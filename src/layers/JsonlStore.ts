@@ -48,7 +48,12 @@ export interface JsonlStoreOptions {
    */
   readonly lockTimeoutMs?: number
   readonly maxEventBytes?: number
-  /** Write runs of streamed delta chunks as packed rows (SPEC Appendix A); default false. */
+  /**
+   * Runs of streamed delta chunks as packed rows (SPEC Appendix A): `true` packs appends and
+   * rewritten logs, `false` writes every event as its own line. Unset: appends are written
+   * verbatim and a rewritten log (`replaceLog`, the v0 upgrade) keeps the layout of the file it
+   * replaces (packed when that file holds packed rows).
+   */
   readonly packChunks?: boolean
   /**
    * One session kept in a file of any name in `root` (the CLI's `.jsonl` path, SPEC §12): session
@@ -71,6 +76,8 @@ interface Pieces {
   readonly maxLineBytes: number
   readonly lockTimeoutMs: number
   readonly pack: PackOptions
+  /** `packChunks` unset: a rewrite keeps the layout of the file it replaces. */
+  readonly keepLayout: boolean
 }
 
 /** Build a JSONL store over `options.root`; its in-process session locks live as long as the scope. */
@@ -90,7 +97,8 @@ export const makeJsonlStore = (
       sessions: yield* JsonlSessions.make,
       maxLineBytes,
       lockTimeoutMs: options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS,
-      pack: packOptions(options.packChunks, maxLineBytes)
+      pack: packOptions(options.packChunks, maxLineBytes),
+      keepLayout: options.packChunks === undefined
     }
     const store: SessionStoreShape = {
       create: Effect.fn("JsonlStore.create")(function*(input: unknown) {
@@ -412,7 +420,8 @@ const replaceLog = (p: Pieces, id: string, header: SessionHeader, events: Readon
         const current = yield* rescan(p, id, "replaceLog")
         if (current.revision !== revision) return yield* changedSinceRead(id, events.length, current.result.nextSeq)
         p.sessions.forget(id)
-        const temp = yield* p.files.writeTemp(name, logParts(header, events, p.pack)).pipe(mapFs("replaceLog"))
+        const pack = p.keepLayout && current.result.packedRows > 0 ? packOptions(true, p.maxLineBytes) : p.pack
+        const temp = yield* p.files.writeTemp(name, logParts(header, events, pack)).pipe(mapFs("replaceLog"))
         yield* p.files.replace(temp.path, file, current.result.storedVersion).pipe(mapFs("replaceLog"))
         const info = yield* p.files.stat(file).pipe(Effect.orElseSucceed(() => Option.none<FileSystem.File.Info>()))
         if (Option.isSome(info)) {

@@ -13,6 +13,7 @@ import * as Layer from "effect/Layer"
 import { execFile } from "node:child_process"
 import * as nodePath from "node:path"
 import { layerJsonlStore, readJsonlFile, toJsonlText } from "../../src/layers/JsonlStore.js"
+import { migrateSession } from "../../src/programs/Migrate.js"
 import { verifyLoaded } from "../../src/programs/Verify.js"
 import { encodeEvent } from "../../src/schema/EventCodec.js"
 import type { Event } from "../../src/schema/Events.js"
@@ -27,6 +28,7 @@ import { SessionHeaderInvalid } from "../../src/schema/Errors.js"
 import { type SessionHeader, validateSessionHeader } from "../../src/schema/SessionHeader.js"
 import * as Session from "../../src/services/Session.js"
 import * as SessionLive from "../../src/layers/SessionLive.js"
+import { SessionStore } from "../../src/services/SessionStore.js"
 import { anyValidLog, appendOptions, asEvents } from "../arbitraries.js"
 import { type DurableBackend, storeContract } from "../store-contract/contract.js"
 import { fixture, line, turnEnd, turnStart, userMessage, writeRaw } from "./helpers.js"
@@ -682,4 +684,49 @@ describe("session-log on a packed .jsonl file", () => {
       assert.strictEqual(packedMessages.code, 0, packedMessages.stderr)
       assert.strictEqual(packedMessages.stdout, plainMessages.stdout)
     }).pipe(provide), { timeout: 120_000 })
+})
+
+// ---------------------------------------------------------------------------------------------
+// Upgrades keep the layout (SPEC §8.3 with Appendix A; issue 13)
+
+describe("Appendix A: a v0 upgrade keeps the storage layout", () => {
+  const v0Text = (packChunks: boolean) => {
+    const events = turnLog()
+    return { events, text: toJsonlText({ ...sessionHeader("t"), version: 0 } as unknown as SessionHeader, events, { packChunks }) }
+  }
+  const upgradeWith = (text: string, options: { readonly packChunks?: boolean }) =>
+    Effect.gen(function*() {
+      const f = yield* fixture(options)
+      yield* f.fs.makeDirectory(f.root, { recursive: true })
+      yield* writeRaw(f.fs, f.fileOf("t"), text)
+      const report = yield* migrateSession("t").pipe(Effect.provideService(SessionStore, f.store))
+      assert.strictEqual(report.status, "upgraded")
+      const after = new TextDecoder().decode(yield* f.fs.readFile(f.fileOf("t")))
+      const loaded = yield* f.store.load("t")
+      return { after, loaded }
+    })
+
+  it.scoped("K3: packed chunk rows of a v0 log stay packed in the migrated file; the events are the same", () =>
+    Effect.gen(function*() {
+      const { events, text } = v0Text(true)
+      assert.include(text, "\"type\":\"text-chunks\"")
+      const { after, loaded } = yield* upgradeWith(text, {})
+      assert.include(after, "\"type\":\"text-chunks\"")
+      assert.strictEqual(loaded.storedVersion, 1)
+      assert.deepStrictEqual((loaded.events as Array<Event>).map(encodeEvent), events.map(encodeEvent))
+      const unpacked = yield* upgradeWith(text, { packChunks: false })
+      assert.notInclude(unpacked.after, "-chunks")
+      assert.deepStrictEqual((unpacked.loaded.events as Array<Event>).map(encodeEvent), events.map(encodeEvent))
+      assert.isBelow(after.length, unpacked.after.length)
+    }).pipe(provide))
+
+  it.scoped("K3: an unpacked v0 log stays unpacked unless the store packs (packChunks: true)", () =>
+    Effect.gen(function*() {
+      const { events, text } = v0Text(false)
+      const kept = yield* upgradeWith(text, {})
+      assert.notInclude(kept.after, "-chunks")
+      const packed = yield* upgradeWith(text, { packChunks: true })
+      assert.include(packed.after, "\"type\":\"text-chunks\"")
+      assert.deepStrictEqual((packed.loaded.events as Array<Event>).map(encodeEvent), events.map(encodeEvent))
+    }).pipe(provide))
 })
