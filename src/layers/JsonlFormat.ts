@@ -23,7 +23,7 @@ import {
 } from "../schema/PackedChunks.js"
 import { headerRecord, type SessionHeader, validateSessionHeader } from "../schema/SessionHeader.js"
 import { encodeSessionId } from "../schema/SessionIdEncoding.js"
-import type { LoadError, TornTail } from "../services/SessionStore.js"
+import type { LoadError, TornTail, TornTailExtent } from "../services/SessionStore.js"
 
 type Rec = Record<string, unknown>
 const isRecord = (v: unknown): v is Rec => typeof v === "object" && v !== null && !Array.isArray(v)
@@ -195,6 +195,7 @@ export interface Scanned {
   readonly events: Array<unknown>
   readonly nextSeq: number
   readonly tornTail: TornTail | undefined
+  readonly tornTailExtent?: TornTailExtent
   /** How many packed chunk rows (Appendix A) the committed prefix holds: the file's layout. */
   readonly packedRows: number
 }
@@ -213,6 +214,11 @@ export class Scanner {
   private readonly events: Array<unknown> = []
   private nextSeq = 0
   private packedRows = 0
+  /** Event lines seen with their newline; at the defect: how many came before it. */
+  private terminatedLines = 0
+  private terminatedBeforeDefect = 0
+  private lineTerminated = false
+  private endOffset = 0
   private defect:
     | {
       readonly reason: TornTail["reason"]
@@ -231,6 +237,7 @@ export class Scanner {
 
   /** Feed the bytes at absolute file offset `offset`. */
   push(chunk: Uint8Array, offset: number): void {
+    this.endOffset = Math.max(this.endOffset, offset + chunk.length)
     let from = 0
     while (from < chunk.length && !this.done) {
       const nl = chunk.indexOf(NEWLINE, from)
@@ -264,6 +271,7 @@ export class Scanner {
     if (this.error !== undefined) return this.error
     if (this.header === undefined) return this.corrupt("L5", 1, "empty file: no session header line")
     let tornTail: TornTail | undefined
+    let tornTailExtent: TornTailExtent | undefined
     if (this.defect !== undefined) {
       if (this.laterTurnEnd) {
         // L2 (L4 for a packed row): the defect lies in the committed region
@@ -279,6 +287,11 @@ export class Scanner {
         })
       }
       tornTail = { fromSeq: this.nextSeq, reason: this.defect.reason, position: this.defect.position }
+      tornTailExtent = {
+        line: this.defect.lineNo,
+        completeLines: this.terminatedLines - this.terminatedBeforeDefect,
+        bytes: this.endOffset - this.defect.position
+      }
     }
     return {
       header: this.header,
@@ -286,6 +299,7 @@ export class Scanner {
       events: this.events,
       nextSeq: this.nextSeq,
       tornTail,
+      ...(tornTailExtent === undefined ? {} : { tornTailExtent }),
       packedRows: this.packedRows
     }
   }
@@ -327,6 +341,8 @@ export class Scanner {
       return
     }
     const lineNo = this.lineNo
+    this.lineTerminated = terminated
+    if (terminated) this.terminatedLines++
     if (line === OVERLONG) {
       // L7: a complete over-long line is corruption wherever it is; a final one is torn (L1)
       if (terminated) {
@@ -381,6 +397,7 @@ export class Scanner {
 
   private markDefect(reason: TornTail["reason"], position: number, lineNo: number, packed?: string): void {
     this.defect = { reason, position, lineNo, packed }
+    this.terminatedBeforeDefect = this.terminatedLines - (this.lineTerminated ? 1 : 0)
   }
 
   private onHeader(line: Uint8Array | typeof OVERLONG, terminated: boolean): void {

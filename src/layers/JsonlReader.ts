@@ -84,6 +84,7 @@ export const toLoadResult = (s: ScanOutcome): LoadResult => ({
   storedVersion: s.result.storedVersion,
   events: s.result.events,
   tornTail: s.result.tornTail,
+  ...(s.result.tornTailExtent === undefined ? {} : { tornTailExtent: s.result.tornTailExtent }),
   revision: s.revision
 })
 

@@ -6,7 +6,7 @@
 import * as Effect from "effect/Effect"
 import { type SessionLogError, StoreCorrupt } from "../schema/Errors.js"
 import { validateSeed } from "../services/Seed.js"
-import { type LoadError, type LoadResult, readPipeline, SessionStore } from "../services/SessionStore.js"
+import { type LoadError, type LoadResult, readPipeline, SessionStore, type TornTail } from "../services/SessionStore.js"
 
 /** The first rejection, as printed by `verify --json`. */
 export interface ErrorReport {
@@ -18,8 +18,32 @@ export interface ErrorReport {
 
 /** A verification result. */
 export type VerifyReport =
-  | { readonly ok: true; readonly events: number; readonly surface: ReadonlyArray<number> }
+  | {
+    readonly ok: true
+    readonly events: number
+    readonly surface: ReadonlyArray<number>
+    /** The torn tail the count leaves out (not an error, SPEC §12), when there is one. */
+    readonly tornTail?: TornTailReport
+  }
   | { readonly ok: false; readonly error: ErrorReport }
+
+/** A torn tail as `verify --json` reports it: where it starts and, from JSONL, what it holds. */
+export interface TornTailReport {
+  readonly fromSeq: number
+  readonly reason: TornTail["reason"]
+  /** The 1-based line number of its first line (JSONL). */
+  readonly line?: number
+  /** Complete lines in it: records a repair or rewrite would drop (JSONL). */
+  readonly completeLines?: number
+  readonly bytes?: number
+}
+
+const tornTailReport = (loaded: LoadResult): TornTailReport | undefined =>
+  loaded.tornTail === undefined ? undefined : {
+    fromSeq: loaded.tornTail.fromSeq,
+    reason: loaded.tornTail.reason,
+    ...loaded.tornTailExtent
+  }
 
 /** Unwrap L9 corruption to the rule error that caused it. */
 export const innermost = (e: SessionLogError): SessionLogError => {
@@ -44,7 +68,8 @@ export const verifyLoaded = (loaded: LoadResult): Effect.Effect<VerifyReport> =>
   Effect.gen(function*() {
     const { events } = yield* readPipeline(loaded)
     const { events: valid, tracker } = yield* validateSeed(events, { coldRead: true })
-    return { ok: true as const, events: valid.length, surface: tracker.nodes.slice() }
+    const tornTail = tornTailReport(loaded)
+    return { ok: true as const, events: valid.length, surface: tracker.nodes.slice(), ...(tornTail === undefined ? {} : { tornTail }) }
   }).pipe(
     Effect.catchAll((e) => Effect.succeed({ ok: false as const, error: errorReport(e) })),
     Effect.withSpan("Verify.verifyLoaded")

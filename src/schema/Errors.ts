@@ -291,6 +291,30 @@ export class StoreFailure extends Schema.TaggedError<StoreFailure>()("StoreFailu
   }
 }
 
+/**
+ * A rewrite (`migrate` of a v0 log) that would drop the complete lines of a torn tail (L3: a
+ * defective line with no later `turn/end` makes everything from it on the torn tail). Nothing is
+ * changed; the caller may accept the loss explicitly (`migrate --drop-torn-tail`).
+ */
+export class TornTailRefused extends Schema.TaggedError<TornTailRefused>()("TornTailRefused", {
+  rule: Rule,
+  sessionId: Schema.String,
+  /** The seq the torn tail starts at. */
+  seq: Schema.Number,
+  reason: Schema.String,
+  /** The 1-based line number of its first line. */
+  line: Schema.Number,
+  completeLines: Schema.Number,
+  bytes: Schema.Number
+}) {
+  override get message(): string {
+    const lines = this.completeLines === 1 ? "1 complete line" : `${this.completeLines} complete lines`
+    return `[${this.rule}] session ${this.sessionId}: the rewrite would drop the torn tail from line ${this.line} ` +
+      `(seq ${this.seq}, ${this.reason}): ${lines}, ${this.bytes} bytes; nothing was changed ` +
+      `(--drop-torn-tail accepts the loss; the original is kept as a backup)`
+  }
+}
+
 // --- CLI (SPEC §12): refusals of the `session-log` commands, never raised by the library --------
 
 /** A command refused to overwrite existing files (`export --out` without `--force`). */
@@ -315,6 +339,36 @@ export class ImportIncomplete extends Schema.TaggedError<ImportIncomplete>()("Im
     const cause = this.cause instanceof Error ? this.cause.message : String(this.cause)
     const done = this.imported.length === 0 ? "nothing" : this.imported.join(", ")
     return `import stopped at ${this.failed} (${cause}); already imported: ${done}`
+  }
+}
+
+/**
+ * A path given to a command as a session log file that is not one (SPEC §12): nothing there
+ * (`missing`), a `directory`, something else that is not a regular file (`not-a-file`: a FIFO, a
+ * device), an `empty` file (L5) or a file whose first line is not a `{"type":"session"}` JSON
+ * record (`not-a-session-log`: L5, K5 for JSON that is not an object). A store reports the last
+ * two as `StoreCorrupt`; the CLI, where the user named the file, reports this instead.
+ */
+export class NotASessionFile extends Schema.TaggedError<NotASessionFile>()("NotASessionFile", {
+  path: Schema.String,
+  reason: Schema.Literal("missing", "directory", "not-a-file", "empty", "not-a-session-log"),
+  rule: Schema.optional(Rule),
+  detail: OptDetail
+}) {
+  override get message(): string {
+    const rule = this.rule === undefined ? "" : `[${this.rule}] `
+    switch (this.reason) {
+      case "missing":
+        return `${this.path}: no such file`
+      case "directory":
+        return `${this.path} is a directory, not a session log file (a JSONL store directory is --store jsonl:${this.path})`
+      case "not-a-file":
+        return `${this.path} is not a regular file${tail(this.detail)}`
+      case "empty":
+        return `${rule}${this.path} is empty: a session log starts with its {"type":"session"} header line`
+      case "not-a-session-log":
+        return `${rule}${this.path} is not a session log${tail(this.detail)}`
+    }
   }
 }
 
@@ -354,11 +408,12 @@ export const SessionLogError = Schema.Union(
   ForkRejected,
   InvariantViolation,
   CompactionRejected,
-  StoreFailure
+  StoreFailure,
+  TornTailRefused
 )
 
 /** Every error of the catalogue. */
 export type SessionLogError = typeof SessionLogError.Type
 
 /** Errors of the `session-log` commands only (SPEC §12), beside the library's catalogue. */
-export type CliError = OutputExists | ImportIncomplete
+export type CliError = OutputExists | ImportIncomplete | NotASessionFile

@@ -34,12 +34,24 @@ export interface TornTail {
   readonly position: number
 }
 
+/** What a line-oriented store (JSONL) knows of a torn tail besides where it starts. */
+export interface TornTailExtent {
+  /** The 1-based line number of its first line. */
+  readonly line: number
+  /** How many complete (newline-terminated) lines it holds: records a repair would drop. */
+  readonly completeLines: number
+  /** How many bytes it holds. */
+  readonly bytes: number
+}
+
 /** A cold read: never mutates storage (L8). Events are framing-valid and walked, not yet validated. */
 export interface LoadResult {
   readonly header: SessionHeader
   readonly storedVersion: number
   readonly events: ReadonlyArray<unknown>
   readonly tornTail: TornTail | undefined
+  /** The torn tail's extent, from stores that read lines (JSONL); absent elsewhere. */
+  readonly tornTailExtent?: TornTailExtent
   readonly revision: string
 }
 

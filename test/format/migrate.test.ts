@@ -398,3 +398,45 @@ describe("§8.3 normalisation 6 and messagePrefix on every backend (issue 13)", 
       }
     }).pipe(provide))
 })
+
+describe("torn tails are visible (issue 13, L1/L3)", () => {
+  const v0 = `{"type":"session","version":0,"id":"torn","createdAt":1,"delegationDepth":0}\n`
+  const seqless = [
+    `{"type":"turn/start","time":1,"data":{"turn":1}}\n`,
+    `{"type":"user/message","time":2,"data":{"content":[],"source":{"kind":"user"}},"surfaceOp":"append"}\n`,
+    `{"type":"session/title","time":3,"data":{"title":"t"}}\n`
+  ].join("")
+
+  it.scoped("load reports the extent of a torn tail; verifySession reports it beside the count", () =>
+    Effect.gen(function*() {
+      const j = yield* jsonlWith([])
+      yield* j.fs.writeFileString(j.fileOf("torn"), v0 + seqless)
+      const loaded = yield* j.store.load("torn")
+      assert.deepStrictEqual(loaded.tornTail, { fromSeq: 0, reason: "seq-gap", position: v0.length })
+      assert.deepStrictEqual(loaded.tornTailExtent, { line: 2, completeLines: 3, bytes: seqless.length })
+      const report = yield* verifySession("torn").pipe(Effect.provideService(SessionStore, j.store))
+      assert.deepStrictEqual(report, {
+        ok: true,
+        events: 0,
+        surface: [],
+        tornTail: { fromSeq: 0, reason: "seq-gap", line: 2, completeLines: 3, bytes: seqless.length }
+      })
+    }).pipe(provide))
+
+  it.scoped("L3 migrateSession refuses to drop complete lines (TornTailRefused, nothing written); dropTornTail accepts", () =>
+    Effect.gen(function*() {
+      const j = yield* jsonlWith([])
+      yield* j.fs.writeFileString(j.fileOf("torn"), v0 + seqless)
+      const withStore = Effect.provideService(SessionStore, j.store)
+      const refused = yield* migrateSession("torn").pipe(withStore)
+      assert.strictEqual(refused.status, "failed")
+      assert.deepInclude(refused.error, { _tag: "TornTailRefused", rule: "L3", seq: 0 })
+      assert.strictEqual(yield* j.read(j.fileOf("torn")), v0 + seqless)
+      assert.deepStrictEqual(yield* j.listing, [`${encodeSessionId("torn")}.jsonl`])
+      const store = yield* migrateStore().pipe(withStore)
+      assert.deepStrictEqual(store.map((r) => [r.id, r.status, r.error?._tag]), [["torn", "failed", "TornTailRefused"]])
+      const accepted = yield* migrateSession("torn", { dropTornTail: true }).pipe(withStore)
+      assert.deepStrictEqual(accepted, { id: "torn", status: "upgraded" })
+      assert.strictEqual(yield* j.read(j.fileOf("torn") + ".v0.bak"), v0 + seqless)
+    }).pipe(provide))
+})
