@@ -23,10 +23,10 @@ import {
 } from "../schema/PackedChunks.js"
 import { headerRecord, type SessionHeader, validateSessionHeader } from "../schema/SessionHeader.js"
 import { encodeSessionId } from "../schema/SessionIdEncoding.js"
+import { isRecord } from "../schema/Validation.js"
 import type { LoadError, TornTail, TornTailExtent } from "../services/SessionStore.js"
 
 type Rec = Record<string, unknown>
-const isRecord = (v: unknown): v is Rec => typeof v === "object" && v !== null && !Array.isArray(v)
 
 const NEWLINE = 10
 
