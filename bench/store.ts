@@ -1,12 +1,13 @@
 /**
- * Store benchmark (`npm run bench:store`): per durable backend (SQLite, JSONL), in one run and on
- * the same disk, (a) durable per-append writes (`SessionStore.append` of one event; also through
+ * Store benchmark (`npm run bench:store`): per durable backend (SQLite, JSONL, PostgreSQL on a
+ * server the bench starts itself: bench/postgres.ts), in one run and on the same disk, (a) durable per-append writes (`SessionStore.append` of one event; also through
  * `Session.append`), (b) batches of 100 (`SessionStore.append` of 100 events; also a batched
  * `Session` flushed every 100 events), and (c) the resume of a 100,000-event
  * session (`SessionLive.open`: load, read pipeline, validation, repair scan, fold, derive) — each
  * beside a raw baseline: better-sqlite3 prepared inserts in one transaction per batch with the same
- * pragmas; `fs.writeSync` of the batch plus `fsyncSync` on an open file; reading and `JSON.parse`
- * of every row or line. The write baselines serialise their events with `JSON.stringify` inside the
+ * pragmas; `fs.writeSync` of the batch plus `fsyncSync` on an open file; node-postgres with
+ * prepared statements in the store's transaction shape; reading and `JSON.parse` of every row or
+ * line. PostgreSQL adds aggregate appends/s of 1, 4 and 16 sessions appending concurrently. The write baselines serialise their events with `JSON.stringify` inside the
  * timed loop (as the read baseline parses inside it): writing events costs their serialisation.
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
@@ -21,6 +22,7 @@ import * as nodePath from "node:path"
 import { performance } from "node:perf_hooks"
 import { fileURLToPath } from "node:url"
 import { layerJsonlStore } from "../src/layers/JsonlStore.js"
+import { layerPostgresStore } from "../src/layers/PostgresStore.js"
 import { layerSqliteStore } from "../src/layers/SqliteStore.js"
 import { encodeEvent } from "../src/schema/EventCodec.js"
 import type { Event } from "../src/schema/Events.js"
@@ -29,6 +31,7 @@ import * as Session from "../src/services/Session.js"
 import * as SessionLive from "../src/layers/SessionLive.js"
 import { SessionStore } from "../src/services/SessionStore.js"
 import { buildWorkload } from "./core.js"
+import * as Pg from "./postgres.js"
 
 const PER_APPEND = Number(process.env.BENCH_PER_APPEND ?? 1_000)
 const BATCHED = Number(process.env.BENCH_BATCHED ?? 20_000)
@@ -36,19 +39,28 @@ const RESUME = Number(process.env.BENCH_RESUME ?? 100_000)
 const BATCH = 100
 const RUNS = Number(process.env.BENCH_RUNS ?? 3)
 
-type Backend = "sqlite" | "jsonl"
+type Backend = "sqlite" | "jsonl" | "postgres"
+
+/** Concurrent sessions of the aggregate rows, and appends per session (BENCH_PG_CONCURRENT). */
+const CONCURRENCY = [1, 4, 16]
+const CONCURRENT_APPENDS = Number(process.env.BENCH_PG_CONCURRENT ?? 200)
 
 const tmp = fs.mkdtempSync(nodePath.join(os.tmpdir(), "esl-bench-"))
 let counter = 0
-const fresh = (backend: Backend) => {
+const fresh = (backend: "sqlite" | "jsonl") => {
   const dir = nodePath.join(tmp, `${backend}-${++counter}`)
   fs.mkdirSync(dir)
   return backend === "sqlite" ? nodePath.join(dir, "s.db") : dir
 }
 
+/** A fresh location of any backend (a schema of the bench's server for PostgreSQL). */
+const freshAny = (backend: Backend): Promise<string> => backend === "postgres" ? Pg.freshUrl() : Promise.resolve(fresh(backend))
+
 const storeLayer = (backend: Backend, location: string): Layer.Layer<SessionStore, unknown> =>
   backend === "sqlite"
     ? layerSqliteStore({ filename: location })
+    : backend === "postgres"
+    ? layerPostgresStore({ url: location })
     : layerJsonlStore({ root: location }).pipe(Layer.provide(NodeContext.layer))
 
 const run = <A, E>(effect: Effect.Effect<A, E, SessionStore | Scope.Scope>, backend: Backend, location: string) =>
@@ -144,7 +156,8 @@ const rawJsonl = (events: ReadonlyArray<Event>, batch: number) => {
   return elapsed
 }
 
-const rawResume = (backend: Backend, location: string) => {
+const rawResume = async (backend: Backend, location: string) => {
+  if (backend === "postgres") return Pg.rawResume(location)
   const t0 = performance.now()
   let n = 0
   if (backend === "sqlite") {
@@ -184,13 +197,13 @@ interface Row {
 const fmt = (n: number, d = 0) => n.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d })
 
 /** Ours and the raw baseline back to back, in alternating order from run to run (disk drift hits both). */
-const pair = async (rawFirst: boolean, ours: () => Promise<number>, raw: () => number) => {
+const pair = async (rawFirst: boolean, ours: () => Promise<number>, raw: () => number | Promise<number>) => {
   if (rawFirst) {
-    const rawMs = raw()
+    const rawMs = await raw()
     return { ms: await ours(), rawMs }
   }
   const ms = await ours()
-  return { ms, rawMs: raw() }
+  return { ms, rawMs: await raw() }
 }
 
 /**
@@ -219,11 +232,11 @@ const resumeChild = async (backend: Backend, location: string) => {
   const raws: Array<number> = []
   const oursMs: Array<number> = []
   let rows = 0
-  rawResume(backend, location)
+  await rawResume(backend, location)
   await ours()
   for (let i = 0; i < RESUME_PAIRS; i++) {
-    const p = await pair(i % 2 === 1, ours, () => {
-      const r = rawResume(backend, location)
+    const p = await pair(i % 2 === 1, ours, async () => {
+      const r = await rawResume(backend, location)
       rows = r.rows
       return r.ms
     })
@@ -248,13 +261,13 @@ const measure = async (runIndex: number): Promise<Array<Row>> => {
   const rawFirst = runIndex % 2 === 1
   const perAppendEvents = await eventsFor(PER_APPEND)
   const batchedEvents = await eventsFor(BATCHED)
-  for (const backend of ["sqlite", "jsonl"] as const) {
+  for (const backend of backends()) {
     const rawAppend = (events: ReadonlyArray<Event>, batch: number) => () =>
-      backend === "sqlite" ? rawSqlite(events, batch) : rawJsonl(events, batch)
+      backend === "sqlite" ? rawSqlite(events, batch) : backend === "postgres" ? Pg.rawAppend(events, batch) : rawJsonl(events, batch)
     const timed = (effect: (timing: { ms: number }) => Effect.Effect<unknown, unknown, SessionStore | Scope.Scope>) =>
     async () => {
       const timing = { ms: 0 }
-      await run(effect(timing), backend, fresh(backend))
+      await run(effect(timing), backend, await freshAny(backend))
       return timing.ms
     }
     // (a) durable per-append: one SessionStore.append per event, and the same through Session.append
@@ -273,10 +286,25 @@ const measure = async (runIndex: number): Promise<Array<Row>> => {
     }
     // (c) resume of a RESUME-event session, measured in a fresh child process
     {
-      const loc = fresh(backend)
+      const loc = await freshAny(backend)
       await run(appendThroughSession(RESUME, true), backend, loc)
       const r = resumeInChild(backend, loc)
       rows.push({ backend, phase: "resume (open + derive)", events: r.rows, ms: r.ms, rawMs: r.rawMs, higherIsBetter: false, target: "<= 2x" })
+    }
+  }
+  // (d) PostgreSQL: aggregate durable appends of N sessions appending one event at a time, concurrently
+  if (backends().includes("postgres")) {
+    const events = perAppendEvents.slice(0, CONCURRENT_APPENDS)
+    for (const n of CONCURRENCY) {
+      const p = await pair(rawFirst, () => Pg.concurrentAppends(events, n), () => Pg.rawConcurrentAppends(events, n))
+      rows.push({
+        backend: "postgres",
+        phase: `concurrent per-append, ${n} session${n === 1 ? "" : "s"}`,
+        events: n * events.length,
+        ...p,
+        higherIsBetter: true,
+        target: ""
+      })
     }
   }
   return rows
@@ -289,18 +317,39 @@ const ratioOf = (r: Row) => r.higherIsBetter ? r.rawMs / r.ms : r.ms / r.rawMs
 /** One untimed round of each append path on a small workload, so no measured run starts with a cold JIT. */
 const warmUp = async () => {
   const events = await eventsFor(Math.min(500, BATCHED))
-  for (const backend of ["sqlite", "jsonl"] as const) {
+  for (const backend of backends()) {
     for (const batch of [1, BATCH]) {
-      await run(appendThroughStore(events, batch, { ms: 0 }), backend, fresh(backend))
+      await run(appendThroughStore(events, batch, { ms: 0 }), backend, await freshAny(backend))
       if (backend === "sqlite") rawSqlite(events, batch)
+      else if (backend === "postgres") await Pg.rawAppend(events, batch)
       else rawJsonl(events, batch)
     }
-    await run(appendThroughSession(events.length, false), backend, fresh(backend))
-    await run(appendThroughSession(events.length, true), backend, fresh(backend))
+    await run(appendThroughSession(events.length, false), backend, await freshAny(backend))
+    await run(appendThroughSession(events.length, true), backend, await freshAny(backend))
   }
 }
 
+/** Why there are no PostgreSQL rows (no server binaries, BENCH_PG=0), or undefined. */
+const pgSkipped = Pg.postgresUnavailable()
+
+/** The measured backends: all available ones, or those BENCH_BACKENDS names (e.g. `postgres`). */
+const backends = (): ReadonlyArray<Backend> => {
+  const available: ReadonlyArray<Backend> = pgSkipped === undefined ? ["sqlite", "jsonl", "postgres"] : ["sqlite", "jsonl"]
+  const chosen = process.env.BENCH_BACKENDS?.split(",")
+  return chosen === undefined ? available : available.filter((b) => chosen.includes(b))
+}
+
 const main = async () => {
+  if (backends().includes("postgres")) await Pg.startServer()
+  else console.log(`(no PostgreSQL rows: ${pgSkipped})`)
+  try {
+    await measureAll()
+  } finally {
+    Pg.stopServer()
+  }
+}
+
+const measureAll = async () => {
   await warmUp()
   const runs: Array<Array<Row>> = []
   for (let r = 0; r < RUNS; r++) runs.push(await measure(r))

@@ -9,6 +9,7 @@ describe("public API", () => {
     assert.isFunction(Api.MemoryStore.layerMemoryStore)
     assert.isFunction(Api.JsonlStore.layerJsonlStore)
     assert.isFunction(Api.SqliteStore.layerSqliteStore)
+    assert.isFunction(Api.PostgresStore.layerPostgresStore)
     assert.isFunction(Api.SurfaceManager.foldSurface)
     assert.isFunction(Api.Json.walkJson)
     assert.isFunction(Api.Repair.closers)

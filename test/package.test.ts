@@ -31,14 +31,26 @@ const namespaces = (): Map<string, string> => {
   return found
 }
 
+/** Entry points outside the root on purpose (their dependencies are optional peers): Name -> "dir/Module". */
+const SEPARATE: ReadonlyMap<string, string> = new Map([["Acp", "programs/acp/Acp"]])
+
 describe("package.json exports", () => {
-  it("has one subpath per namespace of src/index.ts, plus the root and ./package.json", () => {
-    const expected = [".", "./package.json", ...[...namespaces().keys()].map((name) => `./${name}`)].sort()
+  it("has one subpath per namespace of src/index.ts and per separate entry point, plus the root and ./package.json", () => {
+    const names = [...namespaces().keys(), ...SEPARATE.keys()]
+    const expected = [".", "./package.json", ...names.map((name) => `./${name}`)].sort()
     assert.deepStrictEqual(Object.keys(pkg.exports).sort(), expected)
   })
 
+  it("keeps separate entry points out of the root: src/index.ts imports none of them", () => {
+    const index = read("src/index.ts")
+    for (const module of SEPARATE.values()) {
+      assert.isTrue(existsSync(path.join(root, "src", `${module}.ts`)), `src/${module}.ts`)
+      assert.notInclude(index, path.dirname(module) === "programs" ? module : path.dirname(module))
+    }
+  })
+
   it("points each subpath at the built module of the namespace's source file", () => {
-    const modules = namespaces()
+    const modules = new Map([...namespaces(), ...SEPARATE])
     assert.isAbove(modules.size, 0)
     for (const [name, module] of modules) {
       assert.isTrue(existsSync(path.join(root, "src", `${module}.ts`)), `src/${module}.ts`)

@@ -1,15 +1,20 @@
 /**
  * The seam between the SQL store and a database (SPEC §7.5 SQLite, §7.6 PostgreSQL): the canonical
  * DDL, the ownership check that refuses a foreign database (pragmas or a meta row, bump-and-reject),
- * how transactions begin, and what a driver failure means (unique violation, lock wait exhausted).
+ * how transactions begin and hold a session row, what text a column cannot store, how hot
+ * statements run, and what a driver failure means (unique violation, lock wait exhausted).
  * `prepareDatabase` runs the dialect's open around the one schema transaction.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
+import type { Connection } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import type { ParseError } from "effect/ParseResult"
 import { StoreFailure, type StoreSchemaMismatch } from "../schema/Errors.js"
 import { onConnection, reservePerOperation, transaction } from "./SqlTransaction.js"
+
+/** TEXT columns hold UTF-8: a lone surrogate would be stored as U+FFFD, not verbatim. */
+export const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
 
 /** A driver failure the store tells apart from others. */
 export type DriverFailure =
@@ -17,6 +22,9 @@ export type DriverFailure =
   | "unique"
   /** the wait for a lock ran out (S6) */
   | "busy"
+
+/** What a store's hot statement returns: the driver's raw result, or the rows as value arrays. */
+export type StatementResult = "raw" | "values"
 
 /** What the open's ownership check found (S1–S4, S10). */
 export type Ownership = "pristine" | "owned" | StoreSchemaMismatch
@@ -37,6 +45,21 @@ export interface SqlDialect {
    * connection, SQLite) instead of reserving one per operation (a pool).
    */
   readonly sharedConnection: boolean
+  /**
+   * Rows per page of a load: few enough that short-lived rows stay in the young generation, many
+   * enough that a page's round trip to a server is small beside reading it.
+   */
+  readonly pageRows: number
+  /**
+   * What a write transaction adds to its read of a `sessions` row to hold the row until COMMIT:
+   * "" where BEGIN takes the database's write lock (SQLite), `FOR UPDATE` under row locking.
+   */
+  readonly lockSessionRow: string
+  /**
+   * Text a TEXT column cannot hold verbatim (in an event type or a header field; JSON columns hold
+   * escaped text): refused with `StoreFailure` before anything is written.
+   */
+  readonly unstorableText: RegExp
   /** The driver failures the store tells apart; undefined for any other. */
   readonly classify: (error: SqlError) => DriverFailure | undefined
   /**
@@ -44,6 +67,19 @@ export interface SqlDialect {
    * (cheaper than `RETURNING`: ~1 µs of a ~22 µs single-event append on SQLite).
    */
   readonly changedRows: (result: unknown) => number
+  /**
+   * Runs one of the store's hot statements on `conn`, kept prepared on the connection where the
+   * driver must be asked to (PostgreSQL: a named statement, parsed and planned once per connection
+   * instead of per call); `name` stands for `sql` (one name, one text). Undefined: `executeRaw` /
+   * `executeValues` (better-sqlite3 caches its prepared statements itself).
+   */
+  readonly runPrepared?: (
+    conn: Connection,
+    name: string,
+    sql: string,
+    params: ReadonlyArray<unknown>,
+    result: StatementResult
+  ) => Effect.Effect<unknown, SqlError>
   /** The canonical tables in creation order. */
   readonly tables: ReadonlyArray<{ readonly name: string; readonly sql: string }>
   /** In the schema transaction, first: what the database holds (and any lock the check needs). */

@@ -63,12 +63,39 @@ export interface Store {
   readonly location: string
   readonly lease: Lease
   readonly statements: Statements
+  /** Run a hot statement named `name` (`SqlDialect.runPrepared`): the driver's raw result. */
+  readonly runRaw: (conn: Connection, name: string, sql: string, params: ReadonlyArray<unknown>) => Effect.Effect<unknown, SqlError>
+  /** The same, the rows as value arrays. */
+  readonly runValues: (
+    conn: Connection,
+    name: string,
+    sql: string,
+    params: ReadonlyArray<unknown>
+  ) => Effect.Effect<ReadonlyArray<unknown>, SqlError>
   /** Sessions registered in this store instance and not yet materialised by it. */
   readonly registered: Map<string, SessionHeader>
   readonly findSession: (id: string) => Query<Option.Option<SessionRow>>
+  /** `findSession` in a write transaction: the row stays locked until COMMIT (`SqlDialect.lockSessionRow`). */
+  readonly lockSession: (id: string) => Query<Option.Option<SessionRow>>
   readonly findNextSeq: (id: string) => Query<Option.Option<typeof NextSeqRow.Type>>
   /** Every `sessions` row, undecoded (`list` skips a row that does not decode). */
   readonly listSessions: Query<ReadonlyArray<unknown>>
+}
+
+/** `Store.runRaw` and `Store.runValues` of a dialect. */
+const runners = (dialect: SqlDialect): Pick<Store, "runRaw" | "runValues"> => {
+  const prepared = dialect.runPrepared
+  if (prepared === undefined) {
+    return {
+      runRaw: (conn, _name, text, params) => conn.executeRaw(text, params),
+      runValues: (conn, _name, text, params) => conn.executeValues(text, params)
+    }
+  }
+  return {
+    runRaw: (conn, name, text, params) => prepared(conn, name, text, params, "raw"),
+    runValues: (conn, name, text, params) =>
+      prepared(conn, name, text, params, "values") as Effect.Effect<ReadonlyArray<unknown>, SqlError>
+  }
 }
 
 /** The shared parts of a store over `sql` (a client without name transforms: rows keep snake_case). */
@@ -78,11 +105,18 @@ export const makeStore = (sql: SqlClient.SqlClient, dialect: SqlDialect, locatio
   location,
   lease,
   statements: compileStatements(sql),
+  ...runners(dialect),
   registered: new Map(),
   findSession: SqlSchema.findOne({
     Request: Schema.String,
     Result: SessionRow,
     execute: (id) => sql`SELECT ${sql.literal(SESSION_SELECT_COLUMNS)} FROM sessions WHERE id = ${id}`
+  }),
+  lockSession: SqlSchema.findOne({
+    Request: Schema.String,
+    Result: SessionRow,
+    execute: (id) =>
+      sql`SELECT ${sql.literal(SESSION_SELECT_COLUMNS)} FROM sessions WHERE id = ${id} ${sql.literal(dialect.lockSessionRow)}`
   }),
   findNextSeq: SqlSchema.findOne({
     Request: Schema.String,

@@ -155,10 +155,10 @@ export type EventRow = readonly [
   data: string,
   sourceEventSeqs: string | null,
   surfaceOp: string | null,
-  ignorable: number | null
+  ignorable: number | boolean | null
 ]
 
-/** The column types a STRICT `events` row must have. */
+/** The column types an `events` row must have (`ignorable`: 1 in SQLite, a BOOLEAN in PostgreSQL). */
 export const isEventRow = (r: unknown): r is EventRow => {
   if (!Array.isArray(r) || r.length !== 7) return false
   const s = r[4]
@@ -166,7 +166,7 @@ export const isEventRow = (r: unknown): r is EventRow => {
   const g = r[6]
   return typeof r[0] === "number" && typeof r[1] === "string" && typeof r[2] === "number" &&
     typeof r[3] === "string" && (s === null || typeof s === "string") && (o === null || typeof o === "string") &&
-    (g === null || typeof g === "number")
+    (g === null || typeof g === "number" || typeof g === "boolean")
 }
 
 /** L9: a row from disk that does not decode. */
@@ -226,7 +226,7 @@ export const rowToEvent = (
   const seq = row[0]
   if (seq !== expectedSeq) return "seq-gap"
   if (!Number.isSafeInteger(row[2])) return "unparsable"
-  const ignorable = row[6]
+  const ignorable = row[6] === true ? 1 : row[6]
   if (ignorable !== null && ignorable !== 1) return "unparsable"
   // every JSON column must parse (else the row is a defect) before a lossless failure counts
   // (L9 is for committed-looking records only); marker and provenance shapes are the seed

@@ -49,19 +49,13 @@ export interface CheckedBatch {
 /** Rows per multi-row INSERT: 8 bound values each, below SQLite's default 32,766 and PostgreSQL's 65,535. */
 const ROWS_PER_INSERT = 4_000
 
-/** Rows per page of a read: short-lived rows stay in the young generation. */
-const PAGE_ROWS = 1_000
-
 /** The lower bound of a full read: below every seq a row can hold (64-bit integers). */
 const LOWEST_SEQ = -9223372036854775808n
-
-/** TEXT columns hold UTF-8: a lone surrogate would be stored as U+FFFD, not verbatim. */
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
 
 const unrepresentable = (store: Store, method: string, field: string) =>
   new StoreFailure({
     method,
-    cause: `${field} contains a lone surrogate`,
+    cause: `${field} contains a lone surrogate or a character ${store.dialect.name} cannot store`,
     detail: `${field} cannot be stored verbatim in a ${store.dialect.name} TEXT column`
   })
 
@@ -111,7 +105,10 @@ const insertEvents = (
   }
   const params: Array<unknown> = []
   for (let i = 0; i < events.length; i++) pushEventColumns(params, sessionId, events[i], lines?.[i])
-  return Effect.asVoid(conn.execute(store.statements.insertEvents(events.length), params, undefined))
+  const text = store.statements.insertEvents(events.length)
+  // the texts of up to 128 rows are cached (Statements.insertEvents): those are kept prepared
+  const run = events.length <= 128 ? store.runRaw(conn, `insert-${events.length}`, text, params) : conn.executeRaw(text, params)
+  return Effect.asVoid(run)
 }
 
 /** `insertEvents` of an append: a unique violation means a row of the batch is already stored (C7). */
@@ -129,12 +126,13 @@ const scanEvents = (store: Store, conn: Connection, id: string) =>
   Effect.gen(function*() {
     const { eventsByPosition, eventsPage } = store.statements
     const scan = new RowScan(0, store.location)
+    const pageRows = store.dialect.pageRows
     let from: number | bigint = LOWEST_SEQ
     for (;;) {
-      const page = yield* conn.executeValues(eventsPage, [id, from, PAGE_ROWS])
+      const page = yield* store.runValues(conn, "events-page", eventsPage, [id, from, pageRows])
       const bad = scan.feed(page)
       if (bad !== undefined) return yield* bad
-      if (page.length < PAGE_ROWS) return scan
+      if (page.length < pageRows) return scan
       from = scan.lastSeq + 1
       if (!Number.isSafeInteger(from)) {
         // a stored seq beyond 2^53 reads back rounded: take the rest by position instead
@@ -165,13 +163,13 @@ const storedHeader = (store: Store, row: SessionRow) =>
     return header
   })
 
-/** The session row if it is still at `revision` (L11, L8). */
+/** The session row, locked until COMMIT, if it is still at `revision` (L11, L8). */
 const atRevision = (
   store: Store,
   id: string,
   revision: string
 ): Effect.Effect<SessionRow, SessionNotFound | AppendConflict | SqlError | ParseError, SqlClient.TransactionConnection> =>
-  Effect.flatMap(store.findSession(id), (found): Effect.Effect<SessionRow, SessionNotFound | AppendConflict> => {
+  Effect.flatMap(store.lockSession(id), (found): Effect.Effect<SessionRow, SessionNotFound | AppendConflict> => {
     if (Option.isNone(found)) return Effect.fail(notFound(id))
     const row = found.value
     return String(row.revision) === revision ? Effect.succeed(row) : Effect.fail(staleRevision(id, revision, row))
@@ -184,7 +182,7 @@ const atRevision = (
 const advance = (store: Store, conn: Connection, id: string, batch: CheckedBatch, expectedSeq: number) =>
   Effect.flatMap(
     // C5/C7 and the counter in one statement; on no match, tell L11 and C5/C7 apart
-    conn.executeRaw(store.statements.advance, [expectedSeq + batch.events.length, id, expectedSeq]),
+    store.runRaw(conn, "advance", store.statements.advance, [expectedSeq + batch.events.length, id, expectedSeq]),
     (advanced): Effect.Effect<false, SessionNotFound | AppendConflict | SqlError | ParseError> =>
       store.dialect.changedRows(advanced) === 1
         ? Effect.as(insertBatch(store, conn, id, batch, expectedSeq), false as const)
@@ -230,7 +228,7 @@ export const append = (
   expectedSeq: number
 ): Effect.Effect<void, StoreAppendError> => {
   for (const e of batch.events) {
-    if (LONE_SURROGATE.test(e.type)) return Effect.fail(unrepresentable(store, "append", `type of seq ${e.seq}`))
+    if (store.dialect.unstorableText.test(e.type)) return Effect.fail(unrepresentable(store, "append", `type of seq ${e.seq}`))
   }
   return store.lease((conn) => {
     // the `sql` template (and its context copy) only for the first append of a session
@@ -257,7 +255,7 @@ export const create = (store: Store, input: unknown) =>
     if (header instanceof SessionHeaderInvalid) return yield* header
     for (const key of ["id", "cwd", "parentSession", "agentPreset"] as const) {
       const value = header[key]
-      if (value !== undefined && LONE_SURROGATE.test(value)) return yield* unrepresentable(store, "create", `header.${key}`)
+      if (value !== undefined && store.dialect.unstorableText.test(value)) return yield* unrepresentable(store, "create", `header.${key}`)
     }
     const exists = new SessionExists({ rule: "J14", sessionId: header.id })
     if (store.registered.has(header.id)) return yield* exists

@@ -15,7 +15,14 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { StoreFailure, StoreSchemaMismatch } from "../schema/Errors.js"
 import { SessionStore, type SessionStoreShape } from "../services/SessionStore.js"
-import { type DriverFailure, type Ownership, prepareDatabase, type SqlDialect, storeFailure } from "./SqlDialect.js"
+import {
+  type DriverFailure,
+  LONE_SURROGATE,
+  type Ownership,
+  prepareDatabase,
+  type SqlDialect,
+  storeFailure
+} from "./SqlDialect.js"
 import { makeSqlStore } from "./SqlStore.js"
 
 /** Options of the SQLite store (one interface for `makeSqliteStore` and `layerSqliteStore`). */
@@ -198,6 +205,9 @@ export const sqliteDialect = (options: SqliteStoreOptions): SqlDialect => {
     beginWrite: "BEGIN IMMEDIATE",
     beginRead: "BEGIN",
     sharedConnection: true,
+    pageRows: 1_000,
+    lockSessionRow: "",
+    unstorableText: LONE_SURROGATE,
     classify,
     changedRows,
     tables: CREATION_ORDER,

@@ -132,10 +132,17 @@ describe.concurrent("session-log on .jsonl files", () => {
     assert.strictEqual(r.code, 1)
     assert.strictEqual(json(r).error._tag, "StoreCorrupt")
     assert.strictEqual(json(r).error.rule, "L2")
-    const torn = write("torn.jsonl", validLog("t") + `{"type":"turn/start","seq":10,"ti`)
+    const fragment = `{"type":"turn/start","seq":10,"ti`
+    const torn = write("torn.jsonl", validLog("t") + fragment)
     const t = await cli(["verify", "--json", torn], dir)
     assert.strictEqual(t.code, 0)
-    assert.deepStrictEqual(json(t), { ok: true, events: 10, surface: [9] })
+    // the torn tail is not counted and not an error, but reported (issue 13)
+    assert.deepStrictEqual(json(t), {
+      ok: true,
+      events: 10,
+      surface: [9],
+      tornTail: { fromSeq: 10, reason: "fragment", line: 12, completeLines: 0, bytes: fragment.length }
+    })
   })
 
   it("show, messages, transcript, surface and request --json print the documented shapes", async () => {
@@ -205,7 +212,8 @@ describe.concurrent("session-log on stores", () => {
       assert.strictEqual(again.code, 2)
       assert.strictEqual(json(again).error._tag, "SessionExists")
       const list = json(await cli(["list", "--json", "--store", store], dir))
-      assert.deepStrictEqual(list, [{ version: 1, id: "round", createdAt: 1, events: 10 }])
+      // the header and event count, then what list adds: last activity, messages, first-message preview
+      assert.deepStrictEqual(list, [{ version: 1, id: "round", createdAt: 1, events: 10, lastActivity: 19, messages: 3, preview: "list the files" }])
       const location = store.startsWith("jsonl:") ? path.join(dir, "rt-jsonl", "round.jsonl") : store
       const bytes = fs.readFileSync(location)
       for (const cmd of ["show", "messages", "transcript", "surface", "request", "verify"]) {
@@ -310,7 +318,10 @@ describe.concurrent("session-log on stores", () => {
     const store = `jsonl:${root}`
     const expectations: ReadonlyArray<readonly [ReadonlyArray<string>, RegExp]> = [
       [["import", "--store", store, file], /imported 1 session\(s\), 10 events/],
-      [["list", "--store", store], /^ID\s+CREATED\s+EVENTS\npw\s+1970-01-01T00:00:00\.001Z\s+10/],
+      [
+        ["list", "--store", store],
+        /^ID\s+CREATED\s+LAST ACTIVITY\s+EVENTS\s+MESSAGES\s+PARENT\s+FIRST MESSAGE\npw\s+1970-01-01T00:00:00\.001Z\s+1970-01-01T00:00:00\.019Z\s+10\s+3\s+list the files$/m
+      ],
       [["export", "--store", store, "--session", "pw", "--out", path.join(dir, "pw-out.jsonl")], /exported 1 session\(s\), 10 events/],
       [["migrate", "--store", store], /^ID\s+STATUS\s+DETAIL\npw\s+current/],
       [["fork", "--store", store, "--session", "pw", "--at", "8", "--child", "pw-kid"], /forked pw → pw-kid \(9 inherited events\)/],

@@ -106,7 +106,7 @@ describe("one exit-code policy", () => {
     fs.writeFileSync(broken, validLog("b").replace(`,"surfaceOp":"append"`, ""))
     failure(await cli(["verify", "--json", broken]), 1, "SurfaceMarkerInvalid", "invalid data")
     failure(await cli(["list", "--json", "--store", "ftp://x"]), 2, "UsageError", "unknown scheme")
-    failure(await cli(["show", "--json", path.join(dir, "absent.jsonl")]), 2, "StoreFailure", "missing file")
+    failure(await cli(["show", "--json", path.join(dir, "absent.jsonl")]), 2, "NotASessionFile", "missing file")
   })
 
   for (const kind of ["sqlite", "jsonl"] as const) {

@@ -161,7 +161,7 @@ describe("import is all or nothing", () => {
       const db = path.join(root, "new.db")
       const r = await cli(["import", "--json", "--store", db, ...files])
       assert.strictEqual(r.code, 1)
-      assert.strictEqual(json(r).error._tag, "StoreCorrupt")
+      assert.strictEqual(json(r).error._tag, "NotASessionFile")
       for (const suffix of ["", "-wal", "-shm", "-journal"]) assert.isFalse(fs.existsSync(db + suffix), `no ${db}${suffix}`)
       const j = await cli(["import", "--json", "--store", `jsonl:${path.join(root, "new-dir", "sessions")}`, ...files])
       assert.strictEqual(j.code, 1)

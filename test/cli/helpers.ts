@@ -17,13 +17,23 @@ export interface Run {
   readonly stderr: string
 }
 
-/** Run `session-log <args>` in `cwd` with the bundle `bundle` (no colours). */
-export const runCli = (bundle: string, args: ReadonlyArray<string>, cwd: string): Promise<Run> =>
+/**
+ * Run `session-log <args>` in `cwd` with the bundle `bundle`; `env` is added to the environment
+ * (an `undefined` value removes a variable), by default `NO_COLOR=1` (no colours).
+ */
+export const runCli = (
+  bundle: string,
+  args: ReadonlyArray<string>,
+  cwd: string,
+  env: Readonly<Record<string, string | undefined>> = { NO_COLOR: "1" }
+): Promise<Run> =>
   new Promise((resolve) => {
+    const merged = Object.entries({ ...process.env, ...env, SESSION_LOG_BUNDLE: bundle })
+      .filter((entry): entry is [string, string] => entry[1] !== undefined)
     execFile(
       process.execPath,
       [BIN, ...args],
-      { cwd, encoding: "utf8", maxBuffer: 64 * 1024 * 1024, env: { ...process.env, NO_COLOR: "1", SESSION_LOG_BUNDLE: bundle } },
+      { cwd, encoding: "utf8", maxBuffer: 64 * 1024 * 1024, env: Object.fromEntries(merged) },
       (error, stdout, stderr) => {
         const code = error === null ? 0 : typeof error.code === "number" ? error.code : null
         resolve({ code, stdout, stderr })

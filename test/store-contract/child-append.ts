@@ -3,7 +3,7 @@
  * concurrency): appends `count` events one at a time with the store's expected-seq check.
  * Prints `ack <seq>` after each durable append and `conflict <seq>` on an AppendConflict, then
  * re-reads the stored next seq and retries. Usage:
- *   npx tsx test/store-contract/child-append.ts <jsonl|sqlite> <location> <sessionId> <count> <startSeq>
+ *   npx tsx test/store-contract/child-append.ts <jsonl|sqlite|postgres> <location> <sessionId> <count> <startSeq>
  * With `STORE_CONTRACT_GO=<path>` in the environment it prints `ready` once its store is open and
  * waits for that file to exist before the first append, so that two writers really overlap.
  */
@@ -16,6 +16,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Random from "effect/Random"
 import { layerJsonlStore } from "../../src/layers/JsonlStore.js"
+import { layerPostgresStore } from "../../src/layers/PostgresStore.js"
 import { layerSqliteStore } from "../../src/layers/SqliteStore.js"
 import type { Event } from "../../src/schema/Events.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
@@ -74,10 +75,12 @@ const program = Effect.gen(function*() {
 
 const storeLayer = kind === "sqlite"
   ? layerSqliteStore({ filename: location })
+  : kind === "postgres"
+  ? layerPostgresStore({ url: location })
   : layerJsonlStore({ root: location }).pipe(Layer.provide(NodeContext.layer))
 
-if (kind !== "jsonl" && kind !== "sqlite") {
-  process.stderr.write("usage: child-append.ts <jsonl|sqlite> <location> <sessionId> <count> <startSeq>\n")
+if (kind !== "jsonl" && kind !== "sqlite" && kind !== "postgres") {
+  process.stderr.write("usage: child-append.ts <jsonl|sqlite|postgres> <location> <sessionId> <count> <startSeq>\n")
   process.exit(2)
 }
 

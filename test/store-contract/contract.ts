@@ -36,8 +36,8 @@ import * as Seed from "../../src/services/Seed.js"
 /** What a durable backend adds: fresh locations, and a store instance over an existing one. */
 export interface DurableBackend {
   /** The backend argument of `child-append.ts`. */
-  readonly kind: "jsonl" | "sqlite"
-  /** A fresh, empty location (a directory or a database file), removed when the scope closes. */
+  readonly kind: "jsonl" | "sqlite" | "postgres"
+  /** A fresh, empty location (a directory, a database file, a PostgreSQL URL), removed when the scope closes. */
   readonly location: Effect.Effect<string, unknown, Scope.Scope>
   /** A new store instance over `location` (each provide builds a new instance). */
   readonly layerAt: (location: string) => Layer.Layer<SessionStore, unknown>

@@ -12,11 +12,10 @@ import type * as Scope from "effect/Scope"
 import { ImportIncomplete } from "../../schema/Errors.js"
 import { DEFAULT_MAX_EVENT_BYTES } from "../../schema/Format.js"
 import type { SessionHeader } from "../../schema/SessionHeader.js"
-import { readJsonlFile } from "../../layers/JsonlStore.js"
 import { validateSeed } from "../../services/Seed.js"
 import { type PreparedEvent, prepareValidated } from "../../services/PrepareEvent.js"
 import { readPipeline, type SessionStoreShape } from "../../services/SessionStore.js"
-import type { StoreSpec } from "./Target.js"
+import { readSessionFile, type StoreSpec } from "./Target.js"
 
 /** One validated file, ready to be written. */
 export interface ImportItem {
@@ -32,7 +31,7 @@ export const readImportFiles = (
 ) =>
   Effect.forEach(files, (file) =>
     Effect.gen(function*() {
-      const { events: raw, header } = yield* readPipeline(yield* readJsonlFile(file))
+      const { events: raw, header } = yield* readPipeline(yield* readSessionFile(file))
       const valid = yield* validateSeed(raw, { coldRead: true })
       // the store's own batch checks (B10 size cap), so the append cannot refuse the batch later
       const events = prepareValidated(valid.events, DEFAULT_MAX_EVENT_BYTES)
@@ -46,6 +45,8 @@ const freshPaths = (spec: StoreSpec) =>
     const fs = yield* FileSystem.FileSystem
     const path = yield* Path.Path
     const exists = (p: string) => fs.exists(p).pipe(Effect.orElseSucceed(() => true))
+    // a database server: nothing on this machine to remove
+    if (spec.kind === "postgres") return []
     if (spec.kind === "sqlite") {
       if (yield* exists(spec.filename)) return []
       const fresh: Array<string> = [spec.filename]

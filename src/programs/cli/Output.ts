@@ -22,7 +22,8 @@ const INVALID_DATA: ReadonlySet<string> = new Set([
   "StoreCorrupt",
   "ForkRejected",
   "CompactionRejected",
-  "InvariantViolation"
+  "InvariantViolation",
+  "TornTailRefused"
 ])
 
 /** Fork refusals that say the input names nothing there (exit 2), not that the data is invalid. */
@@ -31,10 +32,14 @@ const FORK_NOT_THERE: ReadonlySet<string> = new Set(["SESSION_NOT_FOUND", "SESSI
 /**
  * Exit code of a failure (SPEC §12): 1 the data is invalid, 2 usage, not found or I/O. Not found
  * includes a seq outside the log (L10), a fork source that is not there or a child id that is
- * taken, and a fork boundary outside the log (M4, M5).
+ * taken, and a fork boundary outside the log (M4, M5). A `NotASessionFile` with a rule (an empty
+ * file, a file that is not a session log) is invalid data; without one (missing, a directory) usage.
  */
 export const exitCodeFor = (error: { readonly _tag: string; readonly rule?: unknown; readonly code?: unknown }): 1 | 2 => {
   if (error._tag === "SeqNotContiguous" && error.rule === "L10") return 2
+  // a named file a rule rejects (empty or not a session log: L5, K5) is invalid data; no file to
+  // read at all (missing, a directory, a FIFO) is a usage problem
+  if (error._tag === "NotASessionFile") return typeof error.rule === "string" ? 1 : 2
   if (error._tag === "ForkRejected") {
     if (typeof error.code === "string" && FORK_NOT_THERE.has(error.code)) return 2
     if (error.rule === "M4" || error.rule === "M5") return 2
@@ -42,7 +47,17 @@ export const exitCodeFor = (error: { readonly _tag: string; readonly rule?: unkn
   return INVALID_DATA.has(error._tag) ? 1 : 2
 }
 
-const useColour = (): boolean => process.stdout.isTTY === true && process.env.NO_COLOR === undefined
+/** Whether output to `stream` may be coloured: a terminal, and `NO_COLOR` not set. */
+export const colourOn = (stream: { readonly isTTY?: boolean } = process.stdout): boolean =>
+  stream.isTTY === true && process.env.NO_COLOR === undefined
+
+const useColour = (): boolean => colourOn(process.stdout)
+
+// eslint-disable-next-line no-control-regex
+const ANSI = /\u001b\[[0-9;]*m/g
+
+/** A text without its ANSI colour codes. */
+export const stripAnsi = (s: string): string => s.replace(ANSI, "")
 
 const paint = (code: number) => (s: string): string => useColour() ? `\u001b[${code}m${s}\u001b[0m` : s
 export const red = paint(31)
@@ -63,8 +78,7 @@ export const table = (headers: ReadonlyArray<string>, rows: ReadonlyArray<Readon
   return [bold(line(headers)), ...rows.map(line)].join("\n")
 }
 
-// eslint-disable-next-line no-control-regex
-const visibleLength = (s: string): number => s.replace(/\u001b\[[0-9;]*m/g, "").length
+const visibleLength = (s: string): number => stripAnsi(s).length
 
 /** Shorten a text for one table cell. */
 export const clip = (s: string, max = 60): string => {

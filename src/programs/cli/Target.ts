@@ -1,16 +1,22 @@
 /**
  * What a CLI command reads or writes: the `--store` spec (a SQLite file, `jsonl:<dir>`, a
  * PostgreSQL URL) turned into a SessionStore, and a session named by `--session` in that store
- * or by a `.jsonl` path read directly (SPEC §12).
+ * or by a `.jsonl` path read directly (SPEC §12). A path that is no session log file is
+ * `NotASessionFile`; a writing command given a path acts on exactly that file.
  */
 import * as FileSystem from "@effect/platform/FileSystem"
-import type * as Path from "@effect/platform/Path"
+import * as Path from "@effect/platform/Path"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
-import { SessionNotFound, type StoreSchemaMismatch } from "../../schema/Errors.js"
+import { NotASessionFile, SessionNotFound, StoreCorrupt, StoreFailure, type StoreSchemaMismatch } from "../../schema/Errors.js"
+import { DEFAULT_MAX_LINE_BYTES } from "../../schema/Format.js"
+import type { SessionHeader } from "../../schema/SessionHeader.js"
+import type { NamedFile } from "../../layers/JsonlFiles.js"
+import { scanFile } from "../../layers/JsonlReader.js"
 import { makeJsonlStore, readJsonlFile } from "../../layers/JsonlStore.js"
+import { displayLocation, hasSchema, makePostgresStore } from "../../layers/PostgresStore.js"
 import { makeSqliteStore } from "../../layers/SqliteStore.js"
 import type { LoadError, LoadResult, SessionStoreShape } from "../../services/SessionStore.js"
 
@@ -25,12 +31,20 @@ export class UsageError extends Data.TaggedError("UsageError")<{ readonly detail
   }
 }
 
-/** A parsed `--store` value. */
+/**
+ * A parsed `--store` value. A JSONL spec with `file` is the single-file store of a `.jsonl` path
+ * (`fileTarget`). A PostgreSQL spec keeps the URL as given (credentials included: it is shown only
+ * through `displayLocation`).
+ */
 export type StoreSpec =
   | { readonly kind: "sqlite"; readonly filename: string }
-  | { readonly kind: "jsonl"; readonly root: string }
+  | { readonly kind: "jsonl"; readonly root: string; readonly file?: NamedFile }
+  | { readonly kind: "postgres"; readonly url: string }
 
-/** Parse `--store`: `*.db` / `*.sqlite` (SQLite), `jsonl:<dir>`; anything else is a usage error. */
+/**
+ * Parse `--store`: `*.db` / `*.sqlite` (SQLite), `jsonl:<dir>`, `postgres://` or `postgresql://`
+ * URLs (PostgreSQL); anything else is a usage error.
+ */
 export const parseStoreSpec = (value: string): StoreSpec | UsageError => {
   if (value.startsWith("jsonl:")) {
     const root = value.slice("jsonl:".length)
@@ -40,34 +54,46 @@ export const parseStoreSpec = (value: string): StoreSpec | UsageError => {
     }
   }
   if (value.startsWith("postgres://") || value.startsWith("postgresql://")) {
-    return new UsageError({ detail: "the PostgreSQL store is not available in this build yet" })
+    return URL.canParse(value) ? { kind: "postgres", url: value } : new UsageError({
+      detail: `${displayLocation(value)} is not a valid URL: use postgres://user@host:port/database`
+    })
   }
   if (/\.(db|sqlite|sqlite3)$/i.test(value)) return { kind: "sqlite", filename: value }
   return new UsageError({
-    detail: `unknown store "${value}": use a path ending in .db or .sqlite, or jsonl:<dir>`
+    detail: `unknown store "${value}": use a path ending in .db or .sqlite, jsonl:<dir>, or postgres://user@host:port/database`
   })
 }
 
-/** Open the store of a spec. `mustExist` refuses to create a missing SQLite file or JSONL root. */
+/**
+ * Open the store of a spec. `mustExist` refuses to create a missing SQLite file or JSONL root, and
+ * finds no store in a PostgreSQL database without the session-log schema (writing none into it).
+ */
 export const openStore = (
   spec: StoreSpec,
   options: { readonly mustExist: boolean }
 ) =>
   Effect.gen(function*() {
+    if (spec.kind === "postgres") {
+      const location = displayLocation(spec.url)
+      if (options.mustExist && !(yield* hasSchema({ url: spec.url }))) return { store: undefined, location }
+      const store: SessionStoreShape = yield* makePostgresStore({ url: spec.url })
+      return { store, location }
+    }
     const fs = yield* FileSystem.FileSystem
     const location = spec.kind === "sqlite" ? spec.filename : spec.root
     if (options.mustExist && !(yield* fs.exists(location).pipe(Effect.orElseSucceed(() => false)))) {
       return { store: undefined, location }
     }
+    yield* checkStoreLocation(spec, options)
     const store: SessionStoreShape = spec.kind === "sqlite"
       ? yield* makeSqliteStore({ filename: spec.filename })
-      : yield* makeJsonlStore({ root: spec.root })
+      : yield* makeJsonlStore({ root: spec.root, ...(spec.file === undefined ? {} : { file: spec.file }) })
     return { store, location }
   })
 
 /** The refusal for a store that does not exist (a reading or updating command creates none). */
 export const storeNotFound = (store: string): UsageError =>
-  new UsageError({ detail: `no store at ${store}: not found (nothing was created)` })
+  new UsageError({ detail: `no store at ${/^postgres(ql)?:\/\//.test(store) ? displayLocation(store) : store}: not found (nothing was created)` })
 
 /** Open a store that must exist: a missing SQLite file or JSONL root is `storeNotFound` (exit 2). */
 export const openExistingStore = (spec: StoreSpec) =>
@@ -75,7 +101,7 @@ export const openExistingStore = (spec: StoreSpec) =>
     openStore(spec, { mustExist: true }),
     ({ store: s }) =>
       s === undefined
-        ? Effect.fail(storeNotFound(spec.kind === "sqlite" ? spec.filename : `jsonl:${spec.root}`))
+        ? Effect.fail(storeNotFound(spec.kind === "sqlite" ? spec.filename : spec.kind === "postgres" ? spec.url : `jsonl:${spec.root}`))
         : Effect.succeed(s)
   )
 
@@ -108,14 +134,157 @@ export const loadSource = (
   source: SessionSource
 ): Effect.Effect<
   LoadResult,
-  LoadError | UsageError | StoreSchemaMismatch,
+  LoadError | UsageError | StoreSchemaMismatch | NotASessionFile,
   FileSystem.FileSystem | Path.Path | Scope.Scope
 > =>
   Effect.gen(function*() {
-    if (source.kind === "file") return yield* readJsonlFile(source.path)
+    if (source.kind === "file") return yield* readSessionFile(source.path)
     const { store } = yield* openStore(source.spec, { mustExist: true })
     if (store === undefined) {
       return yield* new SessionNotFound({ rule: "L11", sessionId: source.id, detail: "the store does not exist" })
     }
     return yield* store.load(source.id)
+  })
+
+// --- a `.jsonl` path ------------------------------------------------------------------------
+
+const errnoCode = (cause: unknown): string | undefined =>
+  typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string"
+    ? cause.code
+    : undefined
+
+/**
+ * What is at a path named as a session log file, before it is read: `NotASessionFile` when there
+ * is nothing (missing), a directory, something that is not a regular file (a FIFO would block the
+ * read) or an empty file (L5). Other stat failures (permissions) are left to the read.
+ */
+const checkFile = (path: string): Effect.Effect<void, NotASessionFile, FileSystem.FileSystem> =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const info = yield* fs.stat(path).pipe(Effect.either)
+    if (info._tag === "Left") {
+      const e = info.left
+      const missing = e._tag === "SystemError" &&
+        (e.reason === "NotFound" || errnoCode(e.cause) === "ENOENT" || errnoCode(e.cause) === "ENOTDIR")
+      return missing ? yield* new NotASessionFile({ path, reason: "missing" }) : undefined
+    }
+    const { size, type } = info.right
+    if (type === "Directory") return yield* new NotASessionFile({ path, reason: "directory" })
+    if (type !== "File") return yield* new NotASessionFile({ path, reason: "not-a-file", detail: `it is a ${type}` })
+    if (Number(size) === 0) return yield* new NotASessionFile({ path, reason: "empty", rule: "L5" })
+  })
+
+/**
+ * The store's header refusals that say "this is no session log" (SPEC §7.4.4 step 3): line 1 not
+ * UTF-8 or JSON (L5), JSON but not an object (K5), an object that is not a `{"type":"session"}`
+ * record (L5). A session header cut before its newline stays `StoreCorrupt` L5 (a damaged log).
+ */
+const HEADER_WITHOUT_NEWLINE = "header line without a newline"
+
+/** A read failure of a named file, told precisely: no file there, or no session log in it. */
+const classifyReadError = (path: string) => <E>(e: E): E | NotASessionFile => {
+  if (e instanceof StoreCorrupt && e.line === 1 && (e.rule === "K5" || e.rule === "L5")) {
+    if (e.detail === HEADER_WITHOUT_NEWLINE) return e
+    return e.detail.startsWith("empty file")
+      ? new NotASessionFile({ path, reason: "empty", rule: "L5" })
+      : new NotASessionFile({ path, reason: "not-a-session-log", rule: e.rule, detail: e.detail })
+  }
+  // the file went away between the check and the read
+  if (e instanceof StoreFailure && e.cause === "no such file") return new NotASessionFile({ path, reason: "missing" })
+  return e
+}
+
+/**
+ * Read a `.jsonl` file named on the command line (no root, no file-name check; the id is the
+ * header's). A path that is no session log file is `NotASessionFile` (a missing path, a directory,
+ * an empty file, a file whose first line is not a session header), never a raw I/O error.
+ */
+export const readSessionFile = (path: string): Effect.Effect<LoadResult, LoadError | NotASessionFile, FileSystem.FileSystem> =>
+  Effect.zipRight(checkFile(path), Effect.mapError(readJsonlFile(path), classifyReadError(path)))
+
+/** The header of a named `.jsonl` file (its first line only), with the refusals of `readSessionFile`. */
+export const readSessionFileHeader = (
+  path: string
+): Effect.Effect<SessionHeader, LoadError | NotASessionFile, FileSystem.FileSystem> =>
+  Effect.gen(function*() {
+    yield* checkFile(path)
+    const fs = yield* FileSystem.FileSystem
+    const scanned = yield* scanFile(fs, path, {
+      location: path,
+      maxLineBytes: DEFAULT_MAX_LINE_BYTES,
+      keepEvents: false,
+      headerOnly: true
+    }, "readJsonlFile")
+    if (scanned === undefined) return yield* new NotASessionFile({ path, reason: "missing" })
+    return scanned.result.header
+  }).pipe(Effect.mapError(classifyReadError(path)))
+
+/**
+ * The store and id a writing command (`repair`, `compact`, `prune`, `fork`, `migrate`) acts on.
+ * A `.jsonl` path is exactly that file, whatever its name: the id is its header's, and the store
+ * is the single-file JSONL store of the file's folder (`JsonlStoreOptions.file`) whose lock,
+ * torn-tail truncation and `replaceLog` (backup beside it, mode kept) act on that file (the file a
+ * symbolic link points to); a fork's child is written beside it as `<encoded id>.jsonl`.
+ */
+export const fileTarget = (
+  source: SessionSource
+): Effect.Effect<{ readonly spec: StoreSpec; readonly id: string }, LoadError | NotASessionFile, FileSystem.FileSystem | Path.Path> =>
+  Effect.gen(function*() {
+    if (source.kind === "store") return { spec: source.spec, id: source.id }
+    const path = yield* Path.Path
+    const { id } = yield* readSessionFileHeader(source.path)
+    // through a symbolic link: the file it points to (a rewrite would replace the link otherwise)
+    const real = yield* Effect.orElseSucceed((yield* FileSystem.FileSystem).realPath(source.path), () => source.path)
+    const spec: StoreSpec = { kind: "jsonl", root: path.dirname(real), file: { sessionId: id, path: real } }
+    return { spec, id }
+  })
+
+// --- paths of the wrong kind ----------------------------------------------------------------
+
+/** What is at a path (following links), none when nothing is there or it cannot be seen. */
+const infoAt = (path: string) => Effect.flatMap(FileSystem.FileSystem, (fs) => Effect.option(fs.stat(path)))
+
+/** The type of what is at a path, as `infoAt`. */
+const typeAt = (path: string) => Effect.map(infoAt(path), Option.map((info) => info.type))
+
+/**
+ * A `--store` path that exists as the wrong kind is a usage error (exit 2), before anything is
+ * opened: a directory named as a SQLite file, a file named as a JSONL root, and for a command
+ * that creates no store an empty file named as a SQLite store (opening it would write a schema
+ * into it; a WAL holding its pages makes it a store).
+ */
+const checkStoreLocation = (spec: StoreSpec, options: { readonly mustExist: boolean }) =>
+  Effect.gen(function*() {
+    if (spec.kind === "sqlite") {
+      const info = yield* infoAt(spec.filename)
+      if (Option.isNone(info)) return
+      if (info.value.type === "Directory") {
+        return yield* new UsageError({ detail: `${spec.filename} is a directory, not a SQLite file (a JSONL store is jsonl:${spec.filename})` })
+      }
+      const walSize = Option.match(yield* infoAt(`${spec.filename}-wal`), { onNone: () => 0, onSome: (w) => Number(w.size) })
+      if (options.mustExist && Number(info.value.size) === 0 && walSize === 0) {
+        return yield* new UsageError({ detail: `${spec.filename} is an empty file, not a SQLite store (nothing was written)` })
+      }
+    } else if (spec.kind === "jsonl") {
+      const type = yield* typeAt(spec.root)
+      if (Option.isSome(type) && type.value !== "Directory") {
+        return yield* new UsageError({ detail: `jsonl:${spec.root}: ${spec.root} is not a directory (a .jsonl file is given without --store)` })
+      }
+    }
+  })
+
+/**
+ * An `--out` path that exists as the wrong kind is a usage error (exit 2), nothing written: a
+ * directory where one session's file goes, a file where a whole store's directory goes.
+ */
+export const checkOutputPath = (out: string, want: "file" | "directory") =>
+  Effect.gen(function*() {
+    const type = yield* typeAt(out)
+    if (Option.isNone(type)) return
+    if (want === "file" && type.value === "Directory") {
+      return yield* new UsageError({ detail: `--out ${out} is a directory: give the file to write (a directory is for a whole store)` })
+    }
+    if (want === "directory" && type.value !== "Directory") {
+      return yield* new UsageError({ detail: `--out ${out} is not a directory: a whole store is exported into a directory` })
+    }
   })

@@ -1,6 +1,6 @@
 /**
  * The one runtime edge: parses `process.argv`, runs the `session-log` command with the Node
- * platform layers, and exits with the code the command recorded (0, 1 or 2).
+ * platform layers, and exits with the code the command's result carries (0, 1 or 2).
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
@@ -8,7 +8,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
-import { exitState, main } from "./Commands.js"
+import { main } from "./Commands.js"
 
 // logs (e.g. a skipped unreadable file) go to stderr: stdout carries the one JSON document
 const logToStderr = Logger.replace(Logger.defaultLogger, Logger.prettyLogger({ stderr: true }))
@@ -21,5 +21,6 @@ const program = main(process.argv).pipe(
 NodeRuntime.runMain(program, {
   disableErrorReporting: false,
   disablePrettyLogger: true,
-  teardown: (exit, onExit) => onExit(Exit.isSuccess(exit) ? exitState.code : 2)
+  // the program's result is the exit code; a defect (not an expected failure) is 2
+  teardown: (exit, onExit) => onExit(Exit.isSuccess(exit) && typeof exit.value === "number" ? exit.value : 2)
 })
