@@ -32,7 +32,7 @@ import type {
   TurnResult,
   UserInput
 } from "./AgentLoopModels.js"
-import { chooseHeader } from "./AgentModelCall.js"
+import { applyComposition, chooseHeader } from "./AgentModelCall.js"
 import { runStep } from "./AgentStep.js"
 import { checkpointFailed, flattenCause, hookFailed, type LoopState, type TurnContext, TurnFailed } from "./AgentTurnContext.js"
 import * as Checkpoint from "./Checkpoint.js"
@@ -42,11 +42,13 @@ export type {
   AgentError,
   AgentLoop,
   AgentLoopOptions,
+  Composition,
   OverflowOption,
   OverflowRequirements,
   OverflowRetry,
   PreStepContext,
   Route,
+  ToolCallDecision,
   ToolCallRequest,
   TurnEndReason,
   TurnOptions,
@@ -137,6 +139,7 @@ export const make = <
     system: options.system,
     route: options.route,
     tools: toolSpecs(options.toolkit.tools),
+    compose: options.compose,
     firstOfInstance: true,
     newSeries: options.newSeries === true
   }
@@ -160,6 +163,7 @@ export const make = <
         // checkpoint (c) and the pre-step hook, inside the turn, before step/start
         yield* preStepCheckpoint(session)
         if (options.preStep !== undefined) {
+          yield* applyComposition(loop, ctx.toolkit)
           const header = chooseHeader(loop, yield* session.requestHeader)
           yield* options.preStep({
             session,

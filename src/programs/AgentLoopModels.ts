@@ -120,6 +120,32 @@ export interface ToolCallRequest {
 }
 
 /**
+ * The composition of the next model request (SPEC §5.3 "Choosing H"): the rendered system prompt
+ * and, optionally, the names of the toolkit's tools offered to the model. A switch (a mode, a
+ * config option) takes effect at the next model call, whose header then differs (`change`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Composition {
+  readonly system: string
+  /** The toolkit's tools offered, by name, in toolkit order (default: all of them). */
+  readonly tools?: ReadonlyArray<string>
+}
+
+/**
+ * What the pre-execution policy decides: run the call (`void`), or deny it — the call is
+ * recorded (`tool/call`) and answered by an error `tool/result` with `text` and `code`, its body
+ * never runs.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ToolCallDecision = void | {
+  readonly deny: { readonly text: string; readonly code: string; readonly name?: string }
+}
+
+/**
  * Options of one loop instance.
  *
  * @since 0.1.0
@@ -136,10 +162,12 @@ export interface AgentLoopOptions<
   /** The rendered system prompt. */
   readonly system: string
   readonly route: Route
+  /** Read before every model call: replaces `system` and narrows the tools offered (modes). */
+  readonly compose?: Effect.Effect<Composition>
   /** Runs at every pre-step boundary, inside the turn, before `step/start` (compaction, pruning). */
   readonly preStep?: (ctx: PreStepContext) => Effect.Effect<void, EP, RP>
-  /** Pre-execution policy: runs before a call's `tool/call` is written (interruptible, e.g. approval). */
-  readonly beforeToolCall?: (call: ToolCallRequest) => Effect.Effect<void, never, RB>
+  /** Pre-execution policy: runs before a call's `tool/call` is written (interruptible, e.g. approval); may deny. */
+  readonly beforeToolCall?: (call: ToolCallRequest) => Effect.Effect<ToolCallDecision, never, RB>
   /** Declare a new message series for the next model request. */
   readonly newSeries?: boolean
   /** The checkpoint policy of SPEC §7.3 (default on; a no-op on durable handles). */

@@ -7,6 +7,8 @@
 import * as AiError from "@effect/ai/AiError"
 import * as LanguageModel from "@effect/ai/LanguageModel"
 import type * as Response from "@effect/ai/Response"
+import type * as Tool from "@effect/ai/Tool"
+import type * as Toolkit from "@effect/ai/Toolkit"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Stream from "effect/Stream"
@@ -20,7 +22,8 @@ import {
   ChunkTranslator,
   type FinishReason,
   ModelRequestConfig,
-  requestToPrompt
+  requestToPrompt,
+  toolSpecs
 } from "../services/PromptConversion.js"
 import { Session } from "../services/Session.js"
 import type { AgentError } from "./AgentLoopModels.js"
@@ -62,6 +65,28 @@ export const chooseHeader = (loop: LoopState, latest: RequestHeader | undefined)
   return { config, system: loop.system, tools: loop.tools }
 }
 
+/** Apply the loop's composition hook, if any: the system prompt and the tools offered by the next call. */
+export const applyComposition = (loop: LoopState, toolkit: { readonly tools: Record<string, unknown> }): Effect.Effect<void> =>
+  loop.compose === undefined ? Effect.void : Effect.map(loop.compose, (composition) => {
+    const all = Object.values(toolkit.tools) as ReadonlyArray<Tool.Any>
+    const names = composition.tools
+    const offered = names === undefined ? all : all.filter((tool) => names.includes(tool.name))
+    loop.system = composition.system
+    loop.tools = toolSpecs(offered)
+    loop.offered = names === undefined ? undefined : offered.map((tool) => tool.name)
+  })
+
+/** The toolkit the model is offered: the loop's toolkit narrowed to the composition's tools. */
+const offeredToolkit = (loop: LoopState, toolkit: Toolkit.WithHandler<any>): Toolkit.WithHandler<any> => {
+  const names = loop.offered
+  if (names === undefined) return toolkit
+  const tools: Record<string, Tool.Any> = {}
+  for (const [key, tool] of Object.entries(toolkit.tools as Record<string, Tool.Any>)) {
+    if (names.includes(tool.name)) tools[key] = tool
+  }
+  return { tools, handle: toolkit.handle }
+}
+
 /** The contents of a chunk event (the loop writes only these). */
 const chunkOf = (event: { readonly data: unknown }): Record<string, unknown> =>
   (event.data as { chunk: Record<string, unknown> }).chunk
@@ -86,6 +111,7 @@ export const modelCall = <R>(
     const { loop, overflow, session } = ctx
     const { route } = loop
     for (;;) {
+      yield* applyComposition(loop, ctx.toolkit)
       const header = chooseHeader(loop, yield* session.requestHeader)
       yield* ctx.snapshotter.record(session, {
         header,
@@ -139,7 +165,8 @@ const streamChunks = <R>(
   st: StepState,
   prompt: ReturnType<typeof requestToPrompt>
 ) => {
-  const { session, toolkit } = ctx
+  const { session } = ctx
+  const toolkit = offeredToolkit(ctx.loop, ctx.toolkit)
   const translator = new ChunkTranslator()
   const stream = LanguageModel.streamText({ prompt, toolkit, disableToolCallResolution: true }) as Stream.Stream<
     Response.StreamPart<any>,

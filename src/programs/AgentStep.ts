@@ -101,12 +101,21 @@ const runTools = <R>(ctx: TurnContext<R>, turn: number, step: number, st: StepSt
   Effect.forEach(st.calls, (call) =>
     Effect.gen(function*() {
       const { session } = ctx
-      if (ctx.beforeToolCall !== undefined) {
-        yield* ctx.beforeToolCall({ turn, step, callId: call.id, name: call.name, arguments: call.arguments })
-      }
+      const decision = ctx.beforeToolCall === undefined
+        ? undefined
+        : yield* ctx.beforeToolCall({ turn, step, callId: call.id, name: call.name, arguments: call.arguments })
       const callEvent = yield* Effect.uninterruptible(
         session.append("tool/call", { turn, step, callId: call.id, name: call.name, arguments: call.arguments })
       )
+      if (decision !== undefined && decision !== null && "deny" in decision) {
+        // denied by the pre-execution policy: recorded, answered with an error, the body never runs
+        const { code, name, text } = decision.deny
+        st.dispatched.set(call.id, { seq: callEvent.seq, started: false })
+        return yield* writeResult(ctx, turn, step, st, call.id, callEvent.seq, [{ type: "text", text }], {
+          name: name ?? "ToolCallDenied",
+          code
+        })
+      }
       const slot = { seq: callEvent.seq, started: false }
       st.dispatched.set(call.id, slot)
       const body = Effect.suspend(() => {

@@ -15,16 +15,20 @@ import type { ToolSpec } from "../schema/RequestHeader.js"
 import type { HeaderSnapshotterShape } from "../services/HeaderSnapshotter.js"
 import type { Failure } from "../services/PromptConversion.js"
 import type { FlushError, SessionShape } from "../services/Session.js"
-import type { OverflowRetry, Route, ToolCallRequest } from "./AgentLoopModels.js"
+import type { Composition, OverflowRetry, Route, ToolCallDecision, ToolCallRequest } from "./AgentLoopModels.js"
 
 /** Internal: the model call, a checkpoint or a hook failed; the turn ends `error` with `failure`. */
 export class TurnFailed extends Schema.TaggedError<TurnFailed>()("TurnFailed", { failure: Schema.Unknown }) {}
 
 /** The request state of one loop instance (SPEC §5.3): its first-request flag and a pending new series. */
 export interface LoopState {
-  readonly system: string
+  system: string
   readonly route: Route
-  readonly tools: ReadonlyArray<ToolSpec>
+  tools: ReadonlyArray<ToolSpec>
+  /** The composition hook (modes); when set, `system`, `tools` and `offered` follow it per call. */
+  readonly compose?: Effect.Effect<Composition> | undefined
+  /** The names of the tools offered by the latest composition (undefined: all). */
+  offered?: ReadonlyArray<string> | undefined
   firstOfInstance: boolean
   newSeries: boolean
 }
@@ -42,7 +46,7 @@ export interface TurnContext<R> {
   /** The checkpoint policy of SPEC §7.3 is on. */
   readonly checkpointOn: boolean
   readonly overflow: OverflowRetry<R> | undefined
-  readonly beforeToolCall: ((call: ToolCallRequest) => Effect.Effect<void, never, R>) | undefined
+  readonly beforeToolCall: ((call: ToolCallRequest) => Effect.Effect<ToolCallDecision, never, R>) | undefined
 }
 
 /** The state of one step, read by its finaliser. */

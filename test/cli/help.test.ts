@@ -30,7 +30,8 @@ const COMMANDS = [
   "migrate",
   "compact",
   "prune",
-  "fork"
+  "fork",
+  "acp"
 ]
 
 const ANSI = /\u001b\[/

@@ -7,6 +7,7 @@ import * as Command from "@effect/cli/Command"
 import * as HelpDoc from "@effect/cli/HelpDoc"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
+import { acpCommand } from "./AcpCommand.js"
 import type { CommandFailed } from "./CommandSupport.js"
 import { demoCommand, demoCrashCommand } from "./DemoCommands.js"
 import { type AnyCommand, commandHelp, helpRequest, PROGRAM, printHelp, rootHelp } from "./Help.js"
@@ -37,7 +38,8 @@ const commands = [
   migrateCommand,
   compactCommand,
   pruneCommand,
-  forkCommand
+  forkCommand,
+  acpCommand
 ] as const
 
 /** Commands the program runs itself (the demo's child process): they work, help does not list them. */

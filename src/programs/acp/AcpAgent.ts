@@ -1,0 +1,331 @@
+/**
+ * The ACP agent (ACP.md §2.3–§2.4): an SDK 2.x `AgentApp` whose handlers run on the captured
+ * Effect runtime — `initialize` (only what is true), `session/new`, `session/load` (repair on open,
+ * then the whole transcript as awaited updates, then the answer), `session/resume` (no replay),
+ * `session/list`, `session/prompt` (one in flight per session, answered after its updates
+ * drained), `session/cancel`, `session/set_mode` and `session/set_config_option` (durable
+ * log-only switches that take effect at the next model call). Disconnect and scope close share
+ * one teardown: prompts interrupted, outbound queues stopped, handles closed (flushed).
+ */
+import * as acp from "@agentclientprotocol/sdk"
+import type * as LanguageModel from "@effect/ai/LanguageModel"
+import type * as Tool from "@effect/ai/Tool"
+import type * as Toolkit from "@effect/ai/Toolkit"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Runtime from "effect/Runtime"
+import * as Scope from "effect/Scope"
+import { isAbsolutePath } from "../../schema/SessionHeader.js"
+import type { HeaderSnapshotter } from "../../services/HeaderSnapshotter.js"
+import { nextId } from "../../services/IdGenerator.js"
+import { Session, type SessionShape } from "../../services/Session.js"
+import { SessionStore } from "../../services/SessionStore.js"
+import * as AgentLoop from "../AgentLoop.js"
+import type { Route } from "../AgentLoopModels.js"
+import { AcpRejected, invalidParams, sessionNotFound, toRequestError } from "./AcpErrors.js"
+import {
+  type AcpMode,
+  composition,
+  configOptions,
+  defaultModes,
+  foldMode,
+  MODE_CONFIG_ID,
+  MODE_EVENT,
+  modeState
+} from "./AcpModes.js"
+import { permissionGate } from "./AcpPermission.js"
+import { defaultPresenter, projectTranscript, type ToolPresenter } from "./AcpProjection.js"
+import { PROMPT_CAPABILITIES, promptText, stopReasonOf } from "./AcpPrompt.js"
+import { type AcpSession, sendAll, SessionFactory, startOutbound } from "./AcpSessions.js"
+
+/** Options of the agent. */
+export interface AcpAgentOptions<Tools extends Record<string, Tool.Any>> {
+  /** `agentInfo` of `initialize`. */
+  readonly name?: string
+  readonly version?: string
+  readonly toolkit: Toolkit.Toolkit<Tools>
+  /** The base system prompt (a mode may add a section). */
+  readonly system: string
+  readonly route: Route
+  /** The mode catalog (default: `code`, and `plan` offering only `readOnlyTools`); the first is the default. */
+  readonly modes?: ReadonlyArray<AcpMode>
+  /** Tools the default `plan` mode offers. */
+  readonly readOnlyTools?: ReadonlyArray<string>
+  /** Tools that need the user's permission (`session/request_permission`) before each call. */
+  readonly gatedTools?: ReadonlyArray<string>
+  /** How tool calls are shown (title, kind, locations). */
+  readonly presenter?: ToolPresenter
+  /** Model requests per prompt before it stops with `max_turn_requests` (default 50). */
+  readonly maxTurnRequests?: number
+}
+
+/** What the agent needs from its context. */
+export type AcpRequirements<Tools extends Record<string, Tool.Any>> =
+  | SessionFactory
+  | SessionStore
+  | LanguageModel.LanguageModel
+  | HeaderSnapshotter
+  | Tool.HandlersFor<Tools>
+  | Tool.Requirements<Tools[keyof Tools]>
+
+const rejectCwd = (cwd: string, sessionId?: string): AcpRejected | undefined =>
+  isAbsolutePath(cwd) ? undefined : invalidParams(`cwd must be an absolute path, got "${cwd}"`, sessionId)
+
+const rejectExtras = (
+  params: { readonly mcpServers?: ReadonlyArray<unknown> | undefined; readonly additionalDirectories?: ReadonlyArray<unknown> | undefined },
+  sessionId?: string
+): AcpRejected | undefined =>
+  (params.mcpServers?.length ?? 0) > 0
+    ? invalidParams("MCP servers are not supported by this agent", sessionId)
+    : (params.additionalDirectories?.length ?? 0) > 0
+    ? invalidParams("additional directories are not supported by this agent", sessionId)
+    : undefined
+
+/**
+ * Build the agent app. Its sessions live until the scope closes or the connection it serves
+ * closes. Connect it once: `app.connect(stream)` (or a `ClientApp`, in-process).
+ */
+export const makeAgentApp = <Tools extends Record<string, Tool.Any>>(
+  options: AcpAgentOptions<Tools>
+): Effect.Effect<acp.AgentApp, never, Scope.Scope | AcpRequirements<Tools>> =>
+  Effect.gen(function*() {
+    type R = AcpRequirements<Tools>
+    const runtime = yield* Effect.runtime<R>()
+    const factory = yield* SessionFactory
+    const store = yield* SessionStore
+    const modes = options.modes ?? defaultModes(options.readOnlyTools ?? [])
+    const presenter = options.presenter ?? defaultPresenter
+    const gated: ReadonlySet<string> = new Set(options.gatedTools ?? [])
+    /** Sessions of the connection; `"reserved"` while a load or resume is opening one. */
+    const sessions = new Map<string, AcpSession | "reserved">()
+    let compaction = false
+
+    const run = <A>(effect: Effect.Effect<A, unknown, R>): Promise<A> =>
+      Runtime.runPromiseExit(runtime)(effect).then((exit) => {
+        if (Exit.isSuccess(exit)) return exit.value
+        throw toRequestError(exit.cause)
+      })
+
+    const lookup = (id: string) =>
+      Effect.suspend(() => {
+        const entry = sessions.get(id)
+        return entry === undefined || entry === "reserved" ? Effect.fail(sessionNotFound(id)) : Effect.succeed(entry)
+      })
+
+    const reserve = (id: string) =>
+      Effect.suspend(() => {
+        if (sessions.has(id)) return Effect.fail(invalidParams("the session is already active on this connection", id))
+        sessions.set(id, "reserved")
+        return Effect.void
+      })
+
+    const closeEntry = (entry: AcpSession) =>
+      Effect.gen(function*() {
+        if (sessions.get(entry.id) === entry) sessions.delete(entry.id)
+        if (entry.prompt !== undefined) yield* Fiber.interrupt(entry.prompt.fiber)
+        yield* Scope.close(entry.scope, Exit.void)
+      })
+
+    /** One teardown for disconnect and scope close. */
+    const teardown = Effect.suspend(() => {
+      const entries = [...sessions.values()].filter((e): e is AcpSession => e !== "reserved")
+      return Effect.forEach(entries, closeEntry, { discard: true, concurrency: "unbounded" })
+    })
+    yield* Effect.addFinalizer(() => teardown)
+
+    /** Register an open handle: its loop instance, mode, gate and outbound queue. */
+    const activate = (session: SessionShape, scope: Scope.CloseableScope, client: acp.AgentContext) =>
+      Effect.gen(function*() {
+        const events = yield* session.events
+        const id = session.id
+        const drain = yield* startOutbound(session, scope, client, events.length, { compaction, presenter })
+        let entry: AcpSession | undefined
+        const mode = foldMode(events, modes)
+        const loop = AgentLoop.make({
+          toolkit: options.toolkit,
+          system: options.system,
+          route: options.route,
+          maxSteps: options.maxTurnRequests ?? 50,
+          compose: Effect.sync(() => composition(options.system, modes, entry?.mode ?? mode)),
+          beforeToolCall: permissionGate({
+            entry: () => entry,
+            client,
+            gated,
+            presenter,
+            offered: () => composition(options.system, modes, entry?.mode ?? mode).tools
+          })
+        })
+        entry = { id, session, scope, loop, mode, allowAlways: new Set(), prompt: undefined, drain }
+        sessions.set(id, entry)
+        return entry
+      })
+
+    /** Open a stored session into a fresh scope (crash repair runs in `open`), checking its cwd. */
+    const openStored = (params: acp.LoadSessionRequest | acp.ResumeSessionRequest, client: acp.AgentContext) =>
+      Effect.gen(function*() {
+        const id = params.sessionId
+        const bad = rejectCwd(params.cwd, id) ?? rejectExtras(params, id)
+        if (bad !== undefined) return yield* bad
+        yield* reserve(id)
+        const scope = yield* Scope.make()
+        const opened = yield* Effect.exit(Effect.gen(function*() {
+          const session = yield* factory.open(id).pipe(Scope.extend(scope))
+          const cwd = session.header.cwd
+          if (cwd === undefined) return yield* invalidParams("the stored session has no cwd", id)
+          if (cwd !== params.cwd) return yield* invalidParams(`the session belongs to ${cwd}, not ${params.cwd}`, id)
+          return session
+        }))
+        if (Exit.isFailure(opened)) {
+          sessions.delete(id)
+          yield* Scope.close(scope, Exit.void)
+          return yield* Effect.failCause(opened.cause)
+        }
+        return { session: opened.value, scope }
+      })
+
+    const answerModes = (mode: string) => ({ modes: modeState(modes, mode), configOptions: configOptions(modes, mode) })
+
+    /** A mode switch: a durable log-only event, in force from the next model call. */
+    const switchMode = (entry: AcpSession, modeId: string) =>
+      Effect.gen(function*() {
+        if (!modes.some((m) => m.id === modeId)) return yield* invalidParams(`unknown mode "${modeId}"`, entry.id)
+        if (modeId === entry.mode) return
+        yield* entry.session.appendUnknown(MODE_EVENT, { modeId }, { ignorable: true })
+        entry.mode = modeId
+        yield* entry.drain // current_mode_update before the answer
+      })
+
+    const prompt = (params: acp.PromptRequest) =>
+      Effect.gen(function*() {
+        const entry = yield* lookup(params.sessionId)
+        if (entry.prompt !== undefined) return yield* invalidParams("a prompt is already running in this session", entry.id)
+        const text = promptText(params.prompt, entry.id)
+        if (text instanceof AcpRejected) return yield* text
+        const before = (yield* entry.session.events).length
+        const fiber = yield* entry.loop.runTurn([{ type: "user", content: text }]).pipe(
+          Effect.provideService(Session, entry.session),
+          Effect.forkIn(entry.scope)
+        ) as Effect.Effect<Fiber.RuntimeFiber<AgentLoop.TurnResult, AgentLoop.AgentError>>
+        const inFlight = { fiber, cancelled: false }
+        entry.prompt = inFlight
+        // this prompt awaits its own turn only: a late end of a cancelled turn cannot settle another
+        const exit = yield* Effect.gen(function*() {
+          const exit = yield* Fiber.await(fiber).pipe(Effect.onInterrupt(() => Fiber.interrupt(fiber)))
+          yield* entry.drain // the answer follows every update of the turn
+          return exit
+        }).pipe(Effect.ensuring(Effect.sync(() => {
+          if (entry.prompt === inFlight) entry.prompt = undefined
+        })))
+        if (Exit.isFailure(exit)) {
+          if (Cause.isInterruptedOnly(exit.cause)) return { stopReason: "cancelled" } satisfies acp.PromptResponse
+          return yield* Effect.failCause(exit.cause)
+        }
+        const turnEvents = (yield* entry.session.events).slice(before)
+        const stopReason = stopReasonOf(exit.value.reason, turnEvents, entry.id)
+        if (stopReason instanceof AcpRejected) return yield* stopReason
+        return { stopReason } satisfies acp.PromptResponse
+      })
+
+    const app = acp.agent({ name: options.name ?? "effect-session-log" })
+      .onConnect((connection) => {
+        connection.closed.then(
+          () => Runtime.runFork(runtime)(teardown),
+          () => Runtime.runFork(runtime)(teardown)
+        )
+      })
+      .onRequest(acp.methods.agent.initialize, ({ params }) =>
+        run(Effect.sync(() => {
+          compaction = params.clientCapabilities?.session?.compaction != null
+          return {
+            protocolVersion: acp.PROTOCOL_VERSION,
+            agentCapabilities: {
+              loadSession: true,
+              promptCapabilities: PROMPT_CAPABILITIES,
+              mcpCapabilities: { http: false, sse: false },
+              sessionCapabilities: { list: {}, resume: {} }
+            },
+            authMethods: [],
+            agentInfo: { name: options.name ?? "effect-session-log", version: options.version ?? "0.1.0" }
+          } satisfies acp.InitializeResponse
+        })))
+      .onRequest(acp.methods.agent.session.new, ({ client, params }) =>
+        run(Effect.gen(function*() {
+          const bad = rejectCwd(params.cwd) ?? rejectExtras(params)
+          if (bad !== undefined) return yield* bad
+          const id = yield* nextId
+          yield* reserve(id)
+          const scope = yield* Scope.make()
+          const created = yield* Effect.exit(factory.create({ id, header: { cwd: params.cwd } }).pipe(Scope.extend(scope)))
+          if (Exit.isFailure(created)) {
+            sessions.delete(id)
+            yield* Scope.close(scope, Exit.void)
+            return yield* Effect.failCause(created.cause)
+          }
+          const entry = yield* activate(created.value, scope, client)
+          return { sessionId: id, ...answerModes(entry.mode) } satisfies acp.NewSessionResponse
+        }).pipe(Effect.withSpan("Acp.newSession"))))
+      .onRequest(acp.methods.agent.session.load, ({ client, params }) =>
+        run(Effect.gen(function*() {
+          const { scope, session } = yield* openStored(params, client)
+          const id = session.id
+          const replayed = yield* Effect.exit(Effect.gen(function*() {
+            const events = yield* session.events
+            // the whole transcript, no cap, each update awaited, all before the answer
+            yield* sendAll(client, id, projectTranscript(events, { compaction, presenter })).pipe(
+              Effect.mapError(() => new AcpRejected({ code: "internal", detail: "the replay could not be sent", sessionId: id }))
+            )
+            return yield* activate(session, scope, client)
+          }))
+          if (Exit.isFailure(replayed)) {
+            sessions.delete(id)
+            yield* Scope.close(scope, Exit.void)
+            return yield* Effect.failCause(replayed.cause)
+          }
+          return answerModes(replayed.value.mode) satisfies acp.LoadSessionResponse
+        }).pipe(Effect.withSpan("Acp.loadSession"))))
+      .onRequest(acp.methods.agent.session.resume, ({ client, params }) =>
+        run(Effect.gen(function*() {
+          const { scope, session } = yield* openStored(params, client)
+          const entry = yield* activate(session, scope, client)
+          return answerModes(entry.mode) satisfies acp.ResumeSessionResponse
+        }).pipe(Effect.withSpan("Acp.resumeSession"))))
+      .onRequest(acp.methods.agent.session.list, ({ params }) =>
+        run(Effect.gen(function*() {
+          const headers = yield* store.list()
+          const listed: Array<acp.SessionInfo> = []
+          for (const h of headers) {
+            if (h.cwd === undefined || (params.cwd != null && params.cwd !== h.cwd)) continue
+            listed.push({ sessionId: h.id, cwd: h.cwd, updatedAt: new Date(h.createdAt).toISOString() })
+          }
+          return { sessions: listed } satisfies acp.ListSessionsResponse
+        })))
+      .onRequest(acp.methods.agent.session.prompt, ({ params }) =>
+        run(prompt(params).pipe(Effect.withSpan("Acp.prompt"))))
+      .onNotification(acp.methods.agent.session.cancel, ({ params }) =>
+        run(Effect.suspend(() => {
+          // unknown sessions and idle cancels are ignored; only the prompt in flight is interrupted
+          const entry = sessions.get(params.sessionId)
+          if (entry === undefined || entry === "reserved" || entry.prompt === undefined) return Effect.void
+          entry.prompt.cancelled = true
+          return Effect.asVoid(Fiber.interruptFork(entry.prompt.fiber))
+        })))
+      .onRequest(acp.methods.agent.session.setMode, ({ params }) =>
+        run(Effect.gen(function*() {
+          const entry = yield* lookup(params.sessionId)
+          yield* switchMode(entry, params.modeId)
+          return {} satisfies acp.SetSessionModeResponse
+        })))
+      .onRequest(acp.methods.agent.session.setConfigOption, ({ params }) =>
+        run(Effect.gen(function*() {
+          const entry = yield* lookup(params.sessionId)
+          if (params.configId !== MODE_CONFIG_ID) {
+            return yield* invalidParams(`unknown config option "${params.configId}"`, entry.id)
+          }
+          if (typeof params.value !== "string") return yield* invalidParams("the mode option takes a mode id", entry.id)
+          yield* switchMode(entry, params.value)
+          return { configOptions: configOptions(modes, entry.mode) } satisfies acp.SetSessionConfigOptionResponse
+        })))
+    return app
+  })

@@ -1,0 +1,123 @@
+/**
+ * `session-log acp --store <store>`: the ACP agent for editors (Zed and other Agent Client
+ * Protocol clients) over stdio, on any store. The model is the keyless scripted one (each request
+ * gets a script derived from the prompt: "list" lists the working directory, "echo <text>" calls a
+ * tool that needs permission, anything else is echoed), so a person can try it without a key.
+ * stdout carries only protocol frames; logs go to stderr.
+ */
+import * as Command from "@effect/cli/Command"
+import * as LanguageModel from "@effect/ai/LanguageModel"
+import type * as Prompt from "@effect/ai/Prompt"
+import * as Tool from "@effect/ai/Tool"
+import * as Toolkit from "@effect/ai/Toolkit"
+import * as FileSystem from "@effect/platform/FileSystem"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import * as HeaderSnapshotterLive from "../../layers/HeaderSnapshotterLive.js"
+import { type CallScript, makeScriptedLanguageModel } from "../../layers/ScriptedLanguageModel.js"
+import * as SessionLive from "../../layers/SessionLive.js"
+import { SessionStore } from "../../services/SessionStore.js"
+import { layerSessionFactory, serveStdio } from "../acp/Acp.js"
+import { resolveSpec, runCommand, store } from "./CommandSupport.js"
+import { openStore } from "./Target.js"
+
+const ListFiles = Tool.make("list_files", {
+  description: "List the entries of the agent's working directory",
+  success: Schema.Array(Schema.String)
+})
+
+const Echo = Tool.make("echo", {
+  description: "Repeat a text back (asks the user's permission first)",
+  parameters: { text: Schema.String },
+  success: Schema.String
+})
+
+const toolkit = Toolkit.make(ListFiles, Echo)
+
+const handlers = toolkit.toLayer(Effect.gen(function*() {
+  const fs = yield* FileSystem.FileSystem
+  return {
+    list_files: () => fs.readDirectory(".").pipe(Effect.map((names) => [...names].sort()), Effect.orElseSucceed(() => [])),
+    echo: ({ text }) => Effect.succeed(text)
+  }
+}))
+
+const lastUserText = (prompt: Prompt.Prompt): string => {
+  const last = prompt.content[prompt.content.length - 1]
+  if (last === undefined || last.role !== "user") return ""
+  return last.content.flatMap((p) => p.type === "text" ? [p.text] : []).join("\n")
+}
+
+let calls = 0
+
+/** The script of the next call, from the request: tool rounds, then an answer. */
+const scriptFor = (prompt: Prompt.Prompt): CallScript => {
+  const last = prompt.content[prompt.content.length - 1]
+  if (last?.role === "tool") {
+    return [{ type: "text", text: "Done: the tool result is above." }, { type: "finish", reason: "stop" }]
+  }
+  const text = lastUserText(prompt).trim()
+  const id = `call-${++calls}`
+  if (/^list\b/i.test(text)) {
+    return [{ type: "tool-call", id, name: "list_files", params: {} }, { type: "finish", reason: "tool-calls" }]
+  }
+  const echo = /^echo\s+([\s\S]+)$/i.exec(text)
+  if (echo !== null) {
+    return [{ type: "tool-call", id, name: "echo", params: { text: echo[1] } }, { type: "finish", reason: "tool-calls" }]
+  }
+  return [
+    { type: "reasoning", text: "The keyless scripted model answers with an echo. " },
+    {
+      type: "text",
+      text: `You said: ${text}\n\n(This is session-log's keyless scripted model. Try "list" or "echo <text>".)`
+    },
+    { type: "finish", reason: "stop" }
+  ]
+}
+
+/** The scripted model, fed one script per request. */
+const keylessModel = Layer.effect(
+  LanguageModel.LanguageModel,
+  Effect.gen(function*() {
+    const { handle, model } = yield* makeScriptedLanguageModel({ scripts: [], requireConsumed: false })
+    const feed = (options: { readonly prompt: Prompt.RawInput }) =>
+      handle.push(scriptFor(options.prompt as Prompt.Prompt))
+    return {
+      ...model,
+      streamText: (options) => Stream.unwrap(Effect.as(feed(options), model.streamText(options))),
+      generateText: (options) => Effect.zipRight(feed(options), model.generateText(options))
+    } as LanguageModel.Service
+  })
+)
+
+/** `acp`. */
+export const acpCommand = Command.make("acp", { store }, (o) =>
+  runCommand(
+    false,
+    Effect.gen(function*() {
+      const spec = yield* resolveSpec(o.store)
+      const { store: opened } = yield* openStore(spec, { mustExist: false })
+      if (opened === undefined) return
+      const env = Layer.mergeAll(
+        layerSessionFactory({ create: SessionLive.create, open: SessionLive.open }),
+        keylessModel,
+        HeaderSnapshotterLive.layer,
+        handlers
+      ).pipe(Layer.provideMerge(Layer.succeed(SessionStore, opened)))
+      yield* serveStdio({
+        name: "session-log",
+        toolkit,
+        system: "You are the keyless demo agent of effect-session-log.",
+        route: { provider: "scripted", model: "keyless" },
+        readOnlyTools: ["list_files"],
+        gatedTools: ["echo"],
+        presenter: (name, args) =>
+          name === "list_files"
+            ? { title: "List files", kind: "read" }
+            : { title: `Echo ${JSON.stringify((args as { text?: unknown } | null)?.text ?? "")}`, kind: "other" }
+      }).pipe(Effect.provide(env))
+    }),
+    () => Effect.void
+  )).pipe(Command.withDescription("run an ACP agent (for Zed and other editors) on stdio over --store, with the keyless scripted model"))

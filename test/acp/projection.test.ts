@@ -1,0 +1,61 @@
+/**
+ * The event → update projection as a pure function (ACP.md §2.5): replacements (pruning,
+ * compaction) never replay as new messages, injected context is not shown, a compaction is a
+ * `compaction_update` only for clients that advertised it, and live chunks of one model call share
+ * the `messageId` replay gives its message — a mode switch in the middle does not split them.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { coalesce, defaultPresenter, makeProjector, projectTranscript } from "../../src/programs/acp/Acp.js"
+import type { Event } from "../../src/schema/Events.js"
+
+let seq = 0
+const ev = (type: string, data: unknown, extra: Partial<Event> = {}): Event => ({ type, seq: seq++, time: 0, data, ...extra })
+
+const toolResult = (callId: string, text: string, surfaceOp: NonNullable<Event["surfaceOp"]>) =>
+  ev("tool/result", {
+    turn: 1,
+    step: 1,
+    message: { id: `r-${callId}`, role: "user", content: [{ type: "tool-result", toolCallId: callId, content: [{ type: "text", text }] }], source: { kind: "tool", callId } }
+  }, { surfaceOp, sourceEventSeqs: [0] })
+
+describe("ACP projection (pure)", () => {
+  it("replacement events and injected context project to nothing; compaction only when advertised", () => {
+    seq = 0
+    const events: Array<Event> = [
+      ev("context/message", { id: "c1", role: "user", content: [{ type: "text", text: "open file" }], source: { kind: "plugin", plugin: "editor" } }, { surfaceOp: "append" }),
+      toolResult("x", "pruned", { op: "replace", start: 0, end: 0 }),
+      ev("user/message", { id: "k", role: "user", content: [{ type: "text", text: "summary" }], source: { kind: "plugin", plugin: "compact", compactionId: "cmp-1" } }, { surfaceOp: { op: "replace", start: 0, end: 0 }, sourceEventSeqs: [0] })
+    ]
+    assert.deepStrictEqual(projectTranscript(events, { compaction: false, presenter: defaultPresenter }), [])
+    assert.deepStrictEqual(projectTranscript(events, { compaction: true, presenter: defaultPresenter }), [{
+      sessionUpdate: "compaction_update",
+      compactionId: "cmp-1",
+      status: "completed",
+      summary: [{ type: "text", text: "summary" }]
+    }])
+  })
+
+  it("live chunks of one call share the replayed messageId; an ignorable mode event does not split them", () => {
+    seq = 0
+    const chunk = (type: string, text: string) => ev("assistant/chunk", { turn: 1, step: 1, chunk: { type, index: 0, text } })
+    const events: Array<Event> = [
+      ev("step/start", { turn: 1, step: 1 }),
+      chunk("reasoning-delta", "hmm "),
+      chunk("text-delta", "Hello "),
+      ev("acp/mode", { modeId: "plan" }, { ignorable: true }),
+      chunk("text-delta", "world"),
+      ev("assistant/message", {
+        turn: 1,
+        step: 1,
+        message: { id: "a1", role: "assistant", content: [{ type: "reasoning", text: "hmm " }, { type: "text", text: "Hello world" }], source: { kind: "model", provider: "p", model: "m" } },
+        interrupted: true
+      }, { surfaceOp: "append", sourceEventSeqs: [1, 2, 4] })
+    ]
+    const live = makeProjector({ live: true, compaction: false, presenter: defaultPresenter })
+    const liveUpdates = events.flatMap((e) => live.project(e))
+    const modeless = liveUpdates.filter((u) => u.sessionUpdate !== "current_mode_update")
+    assert.deepStrictEqual(coalesce(modeless), projectTranscript(events, { compaction: false, presenter: defaultPresenter }))
+    assert.deepStrictEqual(new Set(modeless.map((u: any) => u.messageId)), new Set(["m1"]))
+    assert.isTrue(liveUpdates.some((u) => u.sessionUpdate === "current_mode_update"))
+  })
+})
