@@ -153,7 +153,22 @@ export const makeJsonlStore = (
     return store
   })
 
-/** A JSONL SessionStore layer over `options.root`. */
+/**
+ * A JSONL SessionStore layer over `options.root`: one `<encoded id>.jsonl` file per session in the
+ * interchange format (SPEC §7.4); needs `FileSystem` and `Path` (`NodeContext.layer`).
+ *
+ * @example
+ * ```ts
+ * import * as NodeContext from "@effect/platform-node/NodeContext"
+ * import * as Layer from "effect/Layer"
+ * import { JsonlStore } from "effect-session-log"
+ *
+ * const store = JsonlStore.layerJsonlStore({ root: "./sessions" }).pipe(Layer.provide(NodeContext.layer))
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerJsonlStore = (
   options: JsonlStoreOptions
 ): Layer.Layer<SessionStore, never, FileSystem.FileSystem | Path.Path> => Layer.scoped(SessionStore, makeJsonlStore(options))

@@ -26,7 +26,11 @@ interface Stored {
   readonly backups: Array<{ readonly reason: string; readonly header: SessionHeader; readonly events: ReadonlyArray<Event> }>
 }
 
-/** Build a memory store. */
+/** Build a memory store.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const makeMemoryStore = (options: MemoryStoreOptions = {}): Effect.Effect<SessionStoreShape> =>
   Effect.sync(() => {
     const registered = new Map<string, SessionHeader>()
@@ -128,6 +132,19 @@ export const makeMemoryStore = (options: MemoryStoreOptions = {}): Effect.Effect
     return store
   })
 
-/** A memory SessionStore layer (a fresh, empty store per build). */
+/**
+ * A memory SessionStore layer (a fresh, empty store per build): tests and ephemeral agents.
+ *
+ * @example
+ * ```ts
+ * import * as Layer from "effect/Layer"
+ * import { MemoryStore, SessionLive } from "effect-session-log"
+ *
+ * const session = SessionLive.layerCreate({ id: "scratch" }).pipe(Layer.provide(MemoryStore.layerMemoryStore()))
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerMemoryStore = (options: MemoryStoreOptions = {}): Layer.Layer<SessionStore> =>
   Layer.effect(SessionStore, makeMemoryStore(options))

@@ -237,7 +237,19 @@ export const makePostgresStore = (
     ).pipe(Effect.provideService(SqlClient.SqlClient, sql))
   })
 
-/** A PostgreSQL SessionStore layer; bind it to a const (each build opens its own pool). */
+/**
+ * A PostgreSQL SessionStore layer (SPEC §7.6); bind it to a const (each build opens its own pool).
+ *
+ * @example
+ * ```ts
+ * import { PostgresStore } from "effect-session-log"
+ *
+ * const store = PostgresStore.layerPostgresStore({ url: "postgres://agent@db.internal:5432/sessions" })
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerPostgresStore = (
   options: PostgresStoreOptions
 ): Layer.Layer<SessionStore, StoreSchemaMismatch | StoreFailure> =>

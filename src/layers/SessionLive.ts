@@ -1,56 +1,32 @@
 /**
- * The Session implementation (SPEC §3.1, §7.2, §11.2): the handle — its append pipeline
- * (validate, persist, commit, publish), append lock, folds, feed and write-behind — and the
- * constructors `create`, `fromSeed`, `open` and `fork` over any `SessionStore`, with their layers.
+ * The Session constructors (SPEC §2, §3.2, §7.2, §11.1) over any `SessionStore`: `create`,
+ * `fromSeed`, `open` (resume with crash repair) and `fork`, and their layers. Each builds and
+ * validates the log, then hands it to the handle (`SessionHandle`: the append pipeline, lock,
+ * folds, feed and write-behind).
+ *
+ * @since 0.1.0
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as PubSub from "effect/PubSub"
 import type * as Scope from "effect/Scope"
-import * as Stream from "effect/Stream"
-import {
-  AppendConflict,
-  SeqNotContiguous,
-  SessionExists,
-  SessionHeaderInvalid,
-  SessionNotFound,
-  type StoreFailure
-} from "../schema/Errors.js"
-import { type AppendOptions, type Event, isAppendSurfaceEvent } from "../schema/Events.js"
+import { SessionExists, SessionHeaderInvalid, type StoreFailure } from "../schema/Errors.js"
+import type { Event } from "../schema/Events.js"
 import { DEFAULT_MAX_EVENT_BYTES, SESSION_FORMAT_VERSION } from "../schema/Format.js"
-import { type SessionHeader, validateSessionHeader } from "../schema/SessionHeader.js"
+import { validateSessionHeader } from "../schema/SessionHeader.js"
 import { isRecord } from "../schema/Validation.js"
 import { type ForkPoint, type PlanError, planFork, reject } from "../services/Fork.js"
 import { nextId } from "../services/IdGenerator.js"
-import { DerivedMessages } from "../services/DerivedMessages.js"
-import { type PreparedEvent, prepareEvent, prepareValidated } from "../services/PrepareEvent.js"
-import { RequestFold, requestAtLog } from "../services/RequestAt.js"
+import { prepareValidated } from "../services/PrepareEvent.js"
 import { repairLoaded } from "../services/Resume.js"
 import { instantiateValidators, type SeedError, validateSeed, withEndSeed } from "../services/Seed.js"
-import {
-  type AppendError,
-  type FlushError,
-  type PreCommitValidator,
-  type RequestSnapshot,
-  Session,
-  type SessionShape,
-  TraceAppends,
-  type ValidatorFactory
-} from "../services/Session.js"
-import { type ReadError, SessionStore, type SessionStoreShape } from "../services/SessionStore.js"
-import { isPlan, SurfaceTracker } from "../services/SurfaceManager.js"
-import { makeAppendLock } from "./AppendLock.js"
-import { makeWriteBehind } from "./WriteBehind.js"
+import { type AppendError, Session, type SessionShape, type ValidatorFactory } from "../services/Session.js"
+import { type ReadError, SessionStore } from "../services/SessionStore.js"
+import { SurfaceTracker } from "../services/SurfaceManager.js"
+import { makeHandle, type PersistenceOptions } from "./SessionHandle.js"
 
-/** How appends reach the store. */
-export type PersistenceOptions =
-  | { readonly mode: "durable" }
-  | {
-    readonly mode: "batched"
-    /** Fixed write-behind window in ms (default 200; an integer from 1 to 2,147,483,647). */
-    readonly windowMs?: number
-  }
+/** How appends reach the store (re-exported from the handle module). */
+export type { PersistenceOptions } from "./SessionHandle.js"
 
 interface CommonOptions {
   readonly persistence?: PersistenceOptions
@@ -93,187 +69,26 @@ export type ForkError = PlanError | Exclude<FromSeedError, SessionExists>
 
 
 
-interface HandleInit {
-  readonly store: SessionStoreShape
-  readonly header: SessionHeader
-  readonly events: Array<Event>
-  readonly tracker: SurfaceTracker
-  readonly firstLiveSeq: number
-  readonly validators: ReadonlyArray<PreCommitValidator>
-  readonly maxEventBytes: number
-  readonly persistence: PersistenceOptions | undefined
-}
-
-/** The span of one append (hot path: no stack trace captured). */
-const appendSpan = <A, E>(effect: Effect.Effect<A, E>, type: unknown): Effect.Effect<A, E> =>
-  Effect.withSpan(effect, "Session.append", {
-    captureStackTrace: false,
-    attributes: { type: typeof type === "string" ? type : "invalid" }
-  })
-
-const untraced = <A, E>(effect: Effect.Effect<A, E>, _type: unknown): Effect.Effect<A, E> => effect
-
-/** The handle's lifecycle (SPEC §3.1 step 0, N10, N11): open, failed by an append conflict, closed. */
-const makeLifecycle = (id: string) => {
-  let state: "open" | "failed" | "closed" = "open"
-  let failure: AppendConflict | undefined
-  return {
-    get state() {
-      return state
-    },
-    close: () => {
-      state = "closed"
-    },
-    /** N10 for a closed handle, N11 for a failed one. */
-    unusable: (): SessionNotFound | AppendConflict | undefined => {
-      if (state === "closed") {
-        return new SessionNotFound({ rule: "N10", sessionId: id, detail: "the session handle is closed" })
-      }
-      if (state === "failed" && failure !== undefined) {
-        return new AppendConflict({
-          rule: "N11",
-          sessionId: id,
-          expectedSeq: failure.expectedSeq,
-          storedSeq: failure.storedSeq,
-          detail: "the handle failed after an append conflict; reopen the session"
-        })
-      }
-      return undefined
-    },
-    /** A store write whose AppendConflict fails the handle (N11). */
-    noteConflict: <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
-      Effect.tapError(effect, (e) =>
-        Effect.sync(() => {
-          if (e instanceof AppendConflict) {
-            state = "failed"
-            failure = e
-          }
-        }))
-  }
-}
-
-/** Build the handle over a validated, committed log. */
-const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never, Scope.Scope> =>
-  Effect.gen(function*() {
-    const { header, store, tracker, validators } = init
-    const id = header.id
-    const log = init.events
-    const traced = (yield* TraceAppends) ? appendSpan : untraced
-    const withLock = yield* makeAppendLock
-    const pubsub = yield* Effect.acquireRelease(PubSub.unbounded<Event>(), PubSub.shutdown)
-    const lifecycle = makeLifecycle(id)
-    const { noteConflict } = lifecycle
-    const requests = new RequestFold()
-    for (const e of log) requests.apply(e)
-    const derived = new DerivedMessages(log, tracker)
-    let snapshot: ReadonlyArray<Event> | undefined
-
-    const batched = init.persistence?.mode === "batched"
-      ? yield* makeWriteBehind({
-        windowMs: init.persistence.windowMs ?? 200,
-        storedNext: log.length,
-        write: (batch) => noteConflict(store.append(id, batch, { expectedSeq: batch[0].event.seq })),
-        isFailed: () => lifecycle.state === "failed",
-        sessionId: id
-      })
-      : undefined
-
-    /** Steps 0 and 2–8 of SPEC §3.1: everything that needs no effect. Returns the prepared event or the error. */
-    const prepare = (type: unknown, data: unknown, options: AppendOptions | undefined, time: number) => {
-      const unusable = lifecycle.unusable()
-      if (unusable !== undefined) return unusable
-      const seq = log.length
-      const prepared = prepareEvent(type, data, options, { seq, time, maxEventBytes: init.maxEventBytes })
-      if ("_tag" in prepared) return prepared
-      const plan = tracker.plan(prepared.event, seq)
-      return isPlan(plan) ? prepared : plan
-    }
-
-    /** Step 11 and later: commit in memory, hand to write-behind, publish. */
-    const commit = (prepared: PreparedEvent): Effect.Effect<Event> => {
-      const frozen = prepared.event
-      log.push(frozen)
-      snapshot = undefined
-      tracker.catchUp()
-      requests.apply(frozen)
-      for (const v of validators) v.apply(frozen)
-      const published = PubSub.publish(pubsub, frozen).pipe(Effect.as(frozen))
-      return batched === undefined ? published : Effect.zipRight(batched.enqueue(prepared), published)
-    }
-
-    const appendUnknown = (type: unknown, data: unknown, options?: AppendOptions): Effect.Effect<Event, AppendError> =>
-      traced(withLock(Effect.flatMap(Clock.currentTimeMillis, (time): Effect.Effect<Event, AppendError> => {
-        const prepared = prepare(type, data, options, time)
-        if ("_tag" in prepared) return Effect.fail(prepared)
-        const seq = prepared.event.seq
-        let effect: Effect.Effect<unknown, AppendError> = Effect.void
-        // step 9: pre-commit validators; step 10: durable persistence
-        for (const v of validators) effect = Effect.zipRight(effect, v.check(prepared.event, { logLength: seq }))
-        // persist and commit as one uninterruptible step: an interruption between the store's
-        // acknowledgement and the in-memory commit would leave the handle behind its store
-        const persistAndCommit = batched === undefined
-          ? Effect.uninterruptible(
-            Effect.flatMap(noteConflict(store.append(id, [prepared], { expectedSeq: seq })), () => commit(prepared))
-          )
-          : commit(prepared)
-        return Effect.zipRight(effect, persistAndCommit)
-      })), type)
-
-    const requestAt = (seq: number): Effect.Effect<RequestSnapshot, SeqNotContiguous> =>
-      Effect.suspend(() => {
-        const r = requestAtLog(log, seq)
-        return r instanceof SeqNotContiguous ? Effect.fail(r) : Effect.succeed(r)
-      })
-
-    const flush: Effect.Effect<void, FlushError> = Effect.withSpan(Effect.suspend(() => {
-      const unusable = lifecycle.unusable()
-      if (unusable !== undefined) return Effect.fail(unusable)
-      return batched === undefined ? Effect.void : batched.flush
-    }), "Session.flush", { captureStackTrace: false })
-
-    const close: Effect.Effect<void, FlushError> = withLock(Effect.suspend(() => {
-      if (lifecycle.state === "closed") return Effect.void
-      const drain = lifecycle.state === "open" && batched !== undefined ? batched.flush : Effect.void
-      return drain.pipe(Effect.ensuring(Effect.sync(lifecycle.close)))
-    }))
-
-    const handle: SessionShape = {
-      id,
-      header,
-      firstLiveSeq: init.firstLiveSeq,
-      append: appendUnknown as SessionShape["append"],
-      appendUnknown,
-      events: Effect.sync(() => {
-        if (snapshot === undefined) snapshot = Object.freeze(log.slice())
-        return snapshot
-      }),
-      surface: {
-        nodes: Effect.sync(() => Object.freeze(tracker.nodes.slice())),
-        replaceGeneration: Effect.sync(() => tracker.replaceGeneration)
-      },
-      messages: Effect.sync(() => derived.read()),
-      transcript: Effect.sync(() => Object.freeze(log.filter(isAppendSurfaceEvent))),
-      requestHeader: Effect.sync(() => requests.header),
-      requestContext: Effect.sync(() => requests.context),
-      requestAt,
-      flush,
-      close,
-      feed: Stream.fromPubSub(pubsub),
-      subscribe: Stream.fromPubSub(pubsub, { scoped: true }),
-      changes: (fromSeq) =>
-        Stream.unwrapScoped(withLock(Effect.gen(function*() {
-          const sub = yield* PubSub.subscribe(pubsub)
-          const past = log.slice(Math.max(0, fromSeq))
-          return Stream.concat(Stream.fromIterable(past), Stream.fromQueue(sub))
-        }))),
-      exclusive: withLock,
-      state: Effect.sync(() => lifecycle.state)
-    }
-    yield* Effect.addFinalizer(() => close.pipe(Effect.ignore))
-    return handle
-  })
-
-/** Create a fresh session: registers the header lazily; nothing is written before the first append. */
+/**
+ * Create a fresh session: registers the header lazily; nothing is written before the first append.
+ * A scoped handle (closed, and flushed when batched, with the scope).
+ *
+ * @example
+ * ```ts
+ * import * as Effect from "effect/Effect"
+ * import { MemoryStore, SessionLive } from "effect-session-log"
+ *
+ * const program = Effect.gen(function*() {
+ *   const session = yield* SessionLive.create({ id: "demo" })
+ *   yield* session.append("turn/start", { turn: 1 })
+ *   return yield* session.events
+ * })
+ * program.pipe(Effect.scoped, Effect.provide(MemoryStore.layerMemoryStore()), Effect.runPromise)
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const create = (
   options: CreateOptions = {}
 ): Effect.Effect<SessionShape, CreateError, SessionStore | Scope.Scope> =>
@@ -301,7 +116,13 @@ export const create = (
     })
   }).pipe(Effect.withSpan("Session.create"))
 
-/** A new session whose initial log is the validated seed plus the end-seed marker. */
+/**
+ * A new session whose initial log is the validated seed (SPEC §3.2) plus the end-seed marker,
+ * written by one atomic first append.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const fromSeed = (
   options: FromSeedOptions
 ): Effect.Effect<SessionShape, FromSeedError, SessionStore | Scope.Scope> =>
@@ -335,6 +156,22 @@ export const fromSeed = (
 /**
  * Resume a stored session (SPEC §7.2): read pipeline, repair closers, validation as a seed, then
  * persist (torn-tail truncation; one append of closers and end-seed marker) and construct.
+ *
+ * @example
+ * ```ts
+ * import * as Effect from "effect/Effect"
+ * import { SessionLive, SqliteStore } from "effect-session-log"
+ *
+ * // after a crash: the torn tail is removed and the open turn closed before the handle is returned
+ * const messages = Effect.gen(function*() {
+ *   const session = yield* SessionLive.open("build-4711")
+ *   return yield* session.messages
+ * })
+ * messages.pipe(Effect.scoped, Effect.provide(SqliteStore.layerSqliteStore({ filename: "sessions.db" })), Effect.runPromise)
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const open = (
   id: string,
@@ -374,6 +211,9 @@ export const open = (
 /**
  * Fork `source` at `options.at` (SPEC §11.1): plan (M1–M9, reads only), then the child as a new
  * session from the planned seed, written by one atomic first append (M10). A scoped handle.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const fork = (
   source: SessionShape | string,
@@ -395,11 +235,21 @@ export const fork = (
     )
   }).pipe(Effect.withSpan("Session.fork"))
 
-/** A layer providing a freshly created session. */
+/**
+ * A layer providing a freshly created session (`create`).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerCreate = (options: CreateOptions = {}): Layer.Layer<Session, CreateError, SessionStore> =>
   Layer.scoped(Session, create(options))
 
-/** A layer providing a resumed session. */
+/**
+ * A layer providing a resumed session (`open`).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerOpen = (id: string, options: OpenOptions = {}): Layer.Layer<Session, OpenError, SessionStore> =>
   Layer.scoped(Session, open(id, options))
 

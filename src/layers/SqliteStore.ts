@@ -280,7 +280,11 @@ export const openDatabase = (
     return sql
   })
 
-/** Build a SQLite store over `options.filename`; opens and checks the database now (SPEC §7.5). */
+/** Build a SQLite store over `options.filename`; opens and checks the database now (SPEC §7.5).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const makeSqliteStore = (
   options: SqliteStoreOptions
 ): Effect.Effect<SessionStoreShape, StoreSchemaMismatch | StoreFailure, Scope.Scope> =>
@@ -292,7 +296,20 @@ export const makeSqliteStore = (
     ).pipe(Effect.provideService(SqlClient.SqlClient, sql))
   })
 
-/** A SQLite SessionStore layer; bind it to a const (each build opens its own connection). */
+/**
+ * A SQLite SessionStore layer (SPEC §7.5); bind it to a const (each build opens its own
+ * connection). A database of another application or schema version is refused untouched.
+ *
+ * @example
+ * ```ts
+ * import { SqliteStore } from "effect-session-log"
+ *
+ * const store = SqliteStore.layerSqliteStore({ filename: "./sessions.db" })
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerSqliteStore = (
   options: SqliteStoreOptions
 ): Layer.Layer<SessionStore, StoreSchemaMismatch | StoreFailure> => Layer.scoped(SessionStore, makeSqliteStore(options))

@@ -133,7 +133,29 @@ export interface SessionShape {
   readonly state: Effect.Effect<"open" | "failed" | "closed">
 }
 
-/** The current session of a program. */
+/**
+ * The current session of a program: provide it with `SessionLive.layerCreate` / `layerOpen`.
+ *
+ * @example
+ * ```ts
+ * import * as Effect from "effect/Effect"
+ * import { Session } from "effect-session-log"
+ *
+ * const greet = Effect.gen(function*() {
+ *   const session = yield* Session.Session
+ *   yield* session.append("user/message", {
+ *     id: "u1",
+ *     role: "user",
+ *     content: [{ type: "text", text: "hi" }],
+ *     source: { kind: "user" }
+ *   }, { surfaceOp: "append" })
+ *   return yield* session.messages
+ * })
+ * ```
+ *
+ * @since 0.1.0
+ * @category tags
+ */
 export class Session extends Context.Tag("effect-session-log/Session")<Session, SessionShape>() {}
 
 /**

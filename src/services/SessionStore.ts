@@ -117,7 +117,13 @@ export interface SessionStoreShape {
   ) => Effect.Effect<void, AppendConflict | SessionNotFound | StoreCorrupt | StoreFailure>
 }
 
-/** The persistence backend of sessions. */
+/**
+ * The persistence backend of sessions (SPEC §7.1): provide one of `MemoryStore.layerMemoryStore`,
+ * `JsonlStore.layerJsonlStore`, `SqliteStore.layerSqliteStore`, `PostgresStore.layerPostgresStore`.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
 export class SessionStore extends Context.Tag("effect-session-log/SessionStore")<SessionStore, SessionStoreShape>() {}
 
 /** Options shared by every backend's batch checks. */

@@ -55,6 +55,10 @@ export const runCommand = <A, E extends { readonly _tag: string }>(
 
 // --- shared options -------------------------------------------------------------------------
 
+/** An optional integer option `--<name> <pseudo>` described for the help. */
+export const optionalInteger = (name: string, pseudo: string, description: string) =>
+  Options.integer(name).pipe(Options.optional, Options.withPseudoName(pseudo), Options.withDescription(description))
+
 /** `--json`: one JSON document on stdout. */
 export const json = Options.boolean("json").pipe(
   Options.withDescription("print one JSON document on stdout (for scripts) instead of text for people")

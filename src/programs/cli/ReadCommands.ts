@@ -9,7 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { requestAtLog } from "../../services/RequestAt.js"
 import { foldSurface } from "../../services/SurfaceManager.js"
-import { file, json, readStoredEvents, runCommand, session, store } from "./CommandSupport.js"
+import { file, json, optionalInteger, readStoredEvents, runCommand, session, store } from "./CommandSupport.js"
 import { checkTail, type EventFilter, filterEvents, isFiltering, parseTypes, unknownTypes } from "./EventFilter.js"
 import { bold, clip, dim, printJson } from "./Output.js"
 import { eventTable, messageTable, replacementTable, transcriptTable } from "./Render.js"
@@ -24,26 +24,10 @@ const type = Options.text("type").pipe(
   Options.repeated,
   Options.optional
 )
-const turn = Options.integer("turn").pipe(
-  Options.optional,
-  Options.withPseudoName("<turn>"),
-  Options.withDescription("only the events of this turn number, from its turn/start through its turn/end")
-)
-const from = Options.integer("from").pipe(
-  Options.optional,
-  Options.withPseudoName("<seq>"),
-  Options.withDescription("only events whose seq is at least this")
-)
-const to = Options.integer("to").pipe(
-  Options.optional,
-  Options.withPseudoName("<seq>"),
-  Options.withDescription("only events whose seq is at most this")
-)
-const tail = Options.integer("tail").pipe(
-  Options.optional,
-  Options.withPseudoName("<n>"),
-  Options.withDescription("only the last n events (applied after the other filters)")
-)
+const turn = optionalInteger("turn", "<turn>", "only the events of this turn number, from its turn/start through its turn/end")
+const from = optionalInteger("from", "<seq>", "only events whose seq is at least this")
+const to = optionalInteger("to", "<seq>", "only events whose seq is at most this")
+const tail = optionalInteger("tail", "<n>", "only the last n events (applied after the other filters)")
 
 /** The filter the `show` options ask for (a usage error for a bad value). */
 const showFilter = (o: {
@@ -126,11 +110,7 @@ export const surfaceCommand = Command.make("surface", { json, store, session, fi
 
 // --- request --------------------------------------------------------------------------------
 
-const at = Options.integer("at").pipe(
-  Options.optional,
-  Options.withPseudoName("<seq>"),
-  Options.withDescription("the event seq after which to rebuild the request (default: the last)")
-)
+const at = optionalInteger("at", "<seq>", "the event seq after which to rebuild the request (default: the last)")
 
 /** `request`. */
 export const requestCommand = Command.make("request", { json, store, session, file, at }, (o) =>

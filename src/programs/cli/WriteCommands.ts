@@ -18,7 +18,18 @@ import { SessionStore, type SessionStoreShape } from "../../services/SessionStor
 import * as Compact from "../Compact.js"
 import * as Migrate from "../Migrate.js"
 import * as PruneToolResults from "../PruneToolResults.js"
-import { failOn, file, inspectSource, json, resolve, resolveSpec, runCommand, session, store } from "./CommandSupport.js"
+import {
+  failOn,
+  file,
+  inspectSource,
+  json,
+  optionalInteger,
+  resolve,
+  resolveSpec,
+  runCommand,
+  session,
+  store
+} from "./CommandSupport.js"
 import { bold, clip, dim, errorDocument, green, printJson, red, table, yellow } from "./Output.js"
 import { eventTable } from "./Render.js"
 import { fileTarget, openExistingStore, openStore, type SessionSource, UsageError } from "./Target.js"
@@ -103,21 +114,9 @@ export const repairCommand = Command.make("repair", { json, store, session, file
 
 // --- compact --------------------------------------------------------------------------------
 
-const retain = Options.integer("retain").pipe(
-  Options.optional,
-  Options.withPseudoName("<tokens>"),
-  Options.withDescription("tokens at the end of the surface to keep out of the summary (default 0)")
-)
-const rangeStart = Options.integer("start").pipe(
-  Options.optional,
-  Options.withPseudoName("<seq>"),
-  Options.withDescription("first surface seq of an explicit region to summarise (with --end)")
-)
-const rangeEnd = Options.integer("end").pipe(
-  Options.optional,
-  Options.withPseudoName("<seq>"),
-  Options.withDescription("last surface seq of an explicit region to summarise (with --start)")
-)
+const retain = optionalInteger("retain", "<tokens>", "tokens at the end of the surface to keep out of the summary (default 0)")
+const rangeStart = optionalInteger("start", "<seq>", "first surface seq of an explicit region to summarise (with --end)")
+const rangeEnd = optionalInteger("end", "<seq>", "last surface seq of an explicit region to summarise (with --start)")
 
 /** `compact`. */
 export const compactCommand = Command.make("compact", { json, store, session, file, retain, start: rangeStart, end: rangeEnd }, (o) =>
@@ -140,21 +139,9 @@ export const compactCommand = Command.make("compact", { json, store, session, fi
 
 // --- prune ----------------------------------------------------------------------------------
 
-const threshold = Options.integer("threshold").pipe(
-  Options.optional,
-  Options.withPseudoName("<chars>"),
-  Options.withDescription("prune tool results longer than this many characters")
-)
-const head = Options.integer("head").pipe(
-  Options.optional,
-  Options.withPseudoName("<chars>"),
-  Options.withDescription("characters kept at the head of a pruned result")
-)
-const tail = Options.integer("tail").pipe(
-  Options.optional,
-  Options.withPseudoName("<chars>"),
-  Options.withDescription("characters kept at the tail of a pruned result")
-)
+const threshold = optionalInteger("threshold", "<chars>", "prune tool results longer than this many characters")
+const head = optionalInteger("head", "<chars>", "characters kept at the head of a pruned result")
+const tail = optionalInteger("tail", "<chars>", "characters kept at the tail of a pruned result")
 
 /** `prune`. */
 export const pruneCommand = Command.make("prune", { json, store, session, file, threshold, head, tail }, (o) =>
@@ -175,11 +162,7 @@ export const pruneCommand = Command.make("prune", { json, store, session, file, 
 
 // --- fork -----------------------------------------------------------------------------------
 
-const forkAt = Options.integer("at").pipe(
-  Options.optional,
-  Options.withPseudoName("<seq>"),
-  Options.withDescription("the seq of the last event the child inherits, at a closed-turn boundary (default: the last event)")
-)
+const forkAt = optionalInteger("at", "<seq>", "the seq of the last event the child inherits, at a closed-turn boundary (default: the last event)")
 const child = Options.text("child").pipe(
   Options.optional,
   Options.withPseudoName("<id>"),

@@ -1,0 +1,219 @@
+/**
+ * The session handle (SPEC §3.1, §7.3, §11.2) over a validated, committed log: the append
+ * pipeline in order (prepare: walk, shapes, surface plan; pre-commit validators; durable store
+ * write or write-behind; commit; feed), its re-entrant lock, lifecycle (N10, N11), folds, feed and
+ * flush/close. The constructors of `SessionLive` build the log and hand it here.
+ */
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as PubSub from "effect/PubSub"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import { AppendConflict, SeqNotContiguous, SessionNotFound } from "../schema/Errors.js"
+import { type AppendOptions, type Event, isAppendSurfaceEvent } from "../schema/Events.js"
+import type { SessionHeader } from "../schema/SessionHeader.js"
+import { DerivedMessages } from "../services/DerivedMessages.js"
+import { type PreparedEvent, prepareEvent } from "../services/PrepareEvent.js"
+import { RequestFold, requestAtLog } from "../services/RequestAt.js"
+import {
+  type AppendError,
+  type FlushError,
+  type PreCommitValidator,
+  type RequestSnapshot,
+  type SessionShape,
+  TraceAppends
+} from "../services/Session.js"
+import type { SessionStoreShape } from "../services/SessionStore.js"
+import { isPlan, type SurfaceTracker } from "../services/SurfaceManager.js"
+import { makeAppendLock } from "./AppendLock.js"
+import { makeWriteBehind } from "./WriteBehind.js"
+
+/** How appends reach the store. */
+export type PersistenceOptions =
+  | { readonly mode: "durable" }
+  | {
+    readonly mode: "batched"
+    /** Fixed write-behind window in ms (default 200; an integer from 1 to 2,147,483,647). */
+    readonly windowMs?: number
+  }
+
+export interface HandleInit {
+  readonly store: SessionStoreShape
+  readonly header: SessionHeader
+  readonly events: Array<Event>
+  readonly tracker: SurfaceTracker
+  readonly firstLiveSeq: number
+  readonly validators: ReadonlyArray<PreCommitValidator>
+  readonly maxEventBytes: number
+  readonly persistence: PersistenceOptions | undefined
+}
+
+/** The span of one append (hot path: no stack trace captured). */
+const appendSpan = <A, E>(effect: Effect.Effect<A, E>, type: unknown): Effect.Effect<A, E> =>
+  Effect.withSpan(effect, "Session.append", {
+    captureStackTrace: false,
+    attributes: { type: typeof type === "string" ? type : "invalid" }
+  })
+
+const untraced = <A, E>(effect: Effect.Effect<A, E>, _type: unknown): Effect.Effect<A, E> => effect
+
+/** The handle's lifecycle (SPEC §3.1 step 0, N10, N11): open, failed by an append conflict, closed. */
+const makeLifecycle = (id: string) => {
+  let state: "open" | "failed" | "closed" = "open"
+  let failure: AppendConflict | undefined
+  return {
+    get state() {
+      return state
+    },
+    close: () => {
+      state = "closed"
+    },
+    /** N10 for a closed handle, N11 for a failed one. */
+    unusable: (): SessionNotFound | AppendConflict | undefined => {
+      if (state === "closed") {
+        return new SessionNotFound({ rule: "N10", sessionId: id, detail: "the session handle is closed" })
+      }
+      if (state === "failed" && failure !== undefined) {
+        return new AppendConflict({
+          rule: "N11",
+          sessionId: id,
+          expectedSeq: failure.expectedSeq,
+          storedSeq: failure.storedSeq,
+          detail: "the handle failed after an append conflict; reopen the session"
+        })
+      }
+      return undefined
+    },
+    /** A store write whose AppendConflict fails the handle (N11). */
+    noteConflict: <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+      Effect.tapError(effect, (e) =>
+        Effect.sync(() => {
+          if (e instanceof AppendConflict) {
+            state = "failed"
+            failure = e
+          }
+        }))
+  }
+}
+
+/** Build the handle over a validated, committed log. */
+export const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { header, store, tracker, validators } = init
+    const id = header.id
+    const log = init.events
+    const traced = (yield* TraceAppends) ? appendSpan : untraced
+    const withLock = yield* makeAppendLock
+    const pubsub = yield* Effect.acquireRelease(PubSub.unbounded<Event>(), PubSub.shutdown)
+    const lifecycle = makeLifecycle(id)
+    const { noteConflict } = lifecycle
+    const requests = new RequestFold()
+    for (const e of log) requests.apply(e)
+    const derived = new DerivedMessages(log, tracker)
+    let snapshot: ReadonlyArray<Event> | undefined
+
+    const batched = init.persistence?.mode === "batched"
+      ? yield* makeWriteBehind({
+        windowMs: init.persistence.windowMs ?? 200,
+        storedNext: log.length,
+        write: (batch) => noteConflict(store.append(id, batch, { expectedSeq: batch[0].event.seq })),
+        isFailed: () => lifecycle.state === "failed",
+        sessionId: id
+      })
+      : undefined
+
+    /** Steps 0 and 2–8 of SPEC §3.1: everything that needs no effect. Returns the prepared event or the error. */
+    const prepare = (type: unknown, data: unknown, options: AppendOptions | undefined, time: number) => {
+      const unusable = lifecycle.unusable()
+      if (unusable !== undefined) return unusable
+      const seq = log.length
+      const prepared = prepareEvent(type, data, options, { seq, time, maxEventBytes: init.maxEventBytes })
+      if ("_tag" in prepared) return prepared
+      const plan = tracker.plan(prepared.event, seq)
+      return isPlan(plan) ? prepared : plan
+    }
+
+    /** Step 11 and later: commit in memory, hand to write-behind, publish. */
+    const commit = (prepared: PreparedEvent): Effect.Effect<Event> => {
+      const frozen = prepared.event
+      log.push(frozen)
+      snapshot = undefined
+      tracker.catchUp()
+      requests.apply(frozen)
+      for (const v of validators) v.apply(frozen)
+      const published = PubSub.publish(pubsub, frozen).pipe(Effect.as(frozen))
+      return batched === undefined ? published : Effect.zipRight(batched.enqueue(prepared), published)
+    }
+
+    const appendUnknown = (type: unknown, data: unknown, options?: AppendOptions): Effect.Effect<Event, AppendError> =>
+      traced(withLock(Effect.flatMap(Clock.currentTimeMillis, (time): Effect.Effect<Event, AppendError> => {
+        const prepared = prepare(type, data, options, time)
+        if ("_tag" in prepared) return Effect.fail(prepared)
+        const seq = prepared.event.seq
+        let effect: Effect.Effect<unknown, AppendError> = Effect.void
+        // step 9: pre-commit validators; step 10: durable persistence
+        for (const v of validators) effect = Effect.zipRight(effect, v.check(prepared.event, { logLength: seq }))
+        // persist and commit as one uninterruptible step: an interruption between the store's
+        // acknowledgement and the in-memory commit would leave the handle behind its store
+        const persistAndCommit = batched === undefined
+          ? Effect.uninterruptible(
+            Effect.flatMap(noteConflict(store.append(id, [prepared], { expectedSeq: seq })), () => commit(prepared))
+          )
+          : commit(prepared)
+        return Effect.zipRight(effect, persistAndCommit)
+      })), type)
+
+    const requestAt = (seq: number): Effect.Effect<RequestSnapshot, SeqNotContiguous> =>
+      Effect.suspend(() => {
+        const r = requestAtLog(log, seq)
+        return r instanceof SeqNotContiguous ? Effect.fail(r) : Effect.succeed(r)
+      })
+
+    const flush: Effect.Effect<void, FlushError> = Effect.withSpan(Effect.suspend(() => {
+      const unusable = lifecycle.unusable()
+      if (unusable !== undefined) return Effect.fail(unusable)
+      return batched === undefined ? Effect.void : batched.flush
+    }), "Session.flush", { captureStackTrace: false })
+
+    const close: Effect.Effect<void, FlushError> = withLock(Effect.suspend(() => {
+      if (lifecycle.state === "closed") return Effect.void
+      const drain = lifecycle.state === "open" && batched !== undefined ? batched.flush : Effect.void
+      return drain.pipe(Effect.ensuring(Effect.sync(lifecycle.close)))
+    }))
+
+    const handle: SessionShape = {
+      id,
+      header,
+      firstLiveSeq: init.firstLiveSeq,
+      append: appendUnknown as SessionShape["append"],
+      appendUnknown,
+      events: Effect.sync(() => {
+        if (snapshot === undefined) snapshot = Object.freeze(log.slice())
+        return snapshot
+      }),
+      surface: {
+        nodes: Effect.sync(() => Object.freeze(tracker.nodes.slice())),
+        replaceGeneration: Effect.sync(() => tracker.replaceGeneration)
+      },
+      messages: Effect.sync(() => derived.read()),
+      transcript: Effect.sync(() => Object.freeze(log.filter(isAppendSurfaceEvent))),
+      requestHeader: Effect.sync(() => requests.header),
+      requestContext: Effect.sync(() => requests.context),
+      requestAt,
+      flush,
+      close,
+      feed: Stream.fromPubSub(pubsub),
+      subscribe: Stream.fromPubSub(pubsub, { scoped: true }),
+      changes: (fromSeq) =>
+        Stream.unwrapScoped(withLock(Effect.gen(function*() {
+          const sub = yield* PubSub.subscribe(pubsub)
+          const past = log.slice(Math.max(0, fromSeq))
+          return Stream.concat(Stream.fromIterable(past), Stream.fromQueue(sub))
+        }))),
+      exclusive: withLock,
+      state: Effect.sync(() => lifecycle.state)
+    }
+    yield* Effect.addFinalizer(() => close.pipe(Effect.ignore))
+    return handle
+  })
+
