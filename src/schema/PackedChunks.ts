@@ -285,6 +285,11 @@ const decodeRow = (tag: PackedRowTag, r: Rec, expectedSeq: number): DecodedRecor
   const membersKey = tool ? "args" : "texts"
   const members = data[membersKey]
   if (!Array.isArray(members) || members.length === 0) return malformed(tag, `${membersKey} must be a non-empty array`)
+  // a reader's memory is bounded by what it returns: a row costs a few bytes per member on disk and
+  // a whole event per member in memory, so it may hold no more than a writer may write (issue 18)
+  if (members.length > DEFAULT_MAX_ROW_MEMBERS) {
+    return malformed(tag, `${members.length} members, more than the ${DEFAULT_MAX_ROW_MEMBERS} a packed row may hold`)
+  }
   for (const m of members) if (typeof m !== "string") return malformed(tag, `${membersKey} must hold only strings`)
   if (!Array.isArray(dt)) return malformed(tag, "dt must be an array")
   if (dt.length !== members.length - 1) {

@@ -308,6 +308,12 @@ const omitData = (r: Rec, key: string): Rec => ({ ...r, data: omit(r.data as Rec
 /** Malformed packed rows at expected seq 2 (Appendix A strict decoding). */
 const malformedRows: ReadonlyArray<{ readonly name: string; readonly row: Rec; readonly reason: string }> = [
   { name: "an extra row key", row: textRow(2, { seq: 2 }), reason: "unparsable" },
+  // issue 18: a reader's memory stays bounded by the writer's cap (a member is ~5 bytes on disk)
+  {
+    name: "1,025 members (more than a row may hold)",
+    row: textRow(2, {}, { texts: Array(1_025).fill("a"), dt: Array(1_024).fill(0) }),
+    reason: "unparsable"
+  },
   { name: "a missing time0", row: omit(textRow(2), "time0"), reason: "unparsable" },
   { name: "an extra payload key", row: textRow(2, {}, { chunk: {} }), reason: "unparsable" },
   { name: "a missing payload key (index)", row: omitData(textRow(2), "index"), reason: "unparsable" },
@@ -432,6 +438,15 @@ describe("L4: malformed packed rows", () => {
         assert.strictEqual(yield* fs.readFileString(fileOf("t")), content)
       }).pipe(provide))
   }
+
+  it.scoped("L4: a row of exactly 1,024 members (the writer's cap) loads as 1,024 events", () =>
+    Effect.gen(function*() {
+      const row = textRow(2, {}, { texts: Array(1_024).fill("a"), dt: Array(1_023).fill(1) })
+      const { store } = yield* stored("t", prefix("t") + line(row) + line(turnEnd(1_026)))
+      const loaded = yield* store.load("t")
+      assert.strictEqual(loaded.events.length, 2 + 1_024 + 1)
+      assert.isUndefined(loaded.tornTail)
+    }).pipe(provide))
 
   it.scoped("L4: a row after a valid packed row is checked against the members' next seq", () =>
     Effect.gen(function*() {
