@@ -94,21 +94,31 @@ export interface SqlDialect {
 }
 
 /**
- * The schema step: in one write transaction, the ownership check, then on a pristine database the
- * tables and the stamp (S4: an interrupted first open leaves the database pristine); a foreign
- * database is refused and nothing in it is modified.
+ * The schema step: the ownership check in a read transaction (an open of a database that is ours
+ * never waits for, nor takes, the write lock: a reader opens while a writer holds its transaction);
+ * only a pristine database gets one write transaction that checks again, then creates the tables
+ * and the stamp (S4: an interrupted first open leaves the database pristine). A foreign database
+ * is refused and nothing in it is modified.
  */
 export const ensureSchema = (dialect: SqlDialect): SchemaStep =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const step = Effect.gen(function*() {
-      const found = yield* dialect.ownership
-      if (found === "owned") return
-      if (found !== "pristine") return yield* found
-      for (const table of dialect.tables) yield* sql.unsafe(table.sql)
-      yield* dialect.stamp
-    })
-    yield* reservePerOperation(sql)((conn) => transaction(conn, dialect.beginWrite, onConnection(conn, step)))
+    const run = <A, E>(begin: string, step: Effect.Effect<A, E, SqlClient.SqlClient>) =>
+      reservePerOperation(sql)((conn) => transaction(conn, begin, onConnection(conn, step)))
+    const read = yield* run(dialect.beginRead, dialect.ownership)
+    if (read === "owned") return
+    if (read !== "pristine") return yield* read
+    yield* run(
+      dialect.beginWrite,
+      Effect.gen(function*() {
+        // checked again under the write lock: another process may have created it meanwhile
+        const found = yield* dialect.ownership
+        if (found === "owned") return
+        if (found !== "pristine") return yield* found
+        for (const table of dialect.tables) yield* sql.unsafe(table.sql)
+        yield* dialect.stamp
+      })
+    )
   })
 
 /**

@@ -64,6 +64,18 @@ describe("SqliteStore under another process's write lock", () => {
       assert.strictEqual(loaded.tornTail, undefined)
     }).pipe(Effect.provide(NodeContext.layer)))
 
+  it.scopedLive("issue 18: opening a store and reading while another process holds the write lock neither waits nor fails", () =>
+    Effect.gen(function*() {
+      const { file } = yield* setup(5_000)
+      const proc = yield* holdLock(file, 60_000)
+      // a busy timeout far below the hold: an open that needed the write lock would fail with S6
+      const reader = yield* makeSqliteStore({ filename: file, busyTimeoutMs: 50 })
+      const loaded = yield* reader.load("busy")
+      assert.deepStrictEqual(turns(loaded.events), ["first"], "the holder's uncommitted row is not seen")
+      assert.deepStrictEqual((yield* reader.list()).map((h) => h.id), ["busy"])
+      yield* proc.kill("SIGKILL")
+    }).pipe(Effect.provide(NodeContext.layer)))
+
   it.scopedLive("S6 a lock held longer than busyTimeoutMs: StoreFailure and no partial rows", () =>
     Effect.gen(function*() {
       const { file, store } = yield* setup(300)
