@@ -170,6 +170,21 @@ const concat = (pieces: ReadonlyArray<Uint8Array>, total: number): Uint8Array =>
   return out
 }
 
+/**
+ * The seq after one committed-looking record line (its newline included) whose first event has
+ * seq `seq`; `undefined` when the bytes are anything else (more than one line, a fragment, a
+ * defect, a lossy record).
+ */
+export const seqAfterLine = (bytes: Uint8Array, seq: number): number | undefined => {
+  if (bytes.length === 0 || bytes[bytes.length - 1] !== NEWLINE || bytes.indexOf(NEWLINE) !== bytes.length - 1) return undefined
+  const text = decodeUtf8(bytes.subarray(0, bytes.length - 1))
+  if (text === undefined) return undefined
+  const p = parseLine(text)
+  if (p._tag === "Unparsable" || !p.lossless) return undefined
+  const decoded = decodeStorageRecord(p.value, seq)
+  return decoded._tag === "Defect" ? undefined : seq + decoded.events.length
+}
+
 // ---------------------------------------------------------------------------------------------
 // The scanner (SPEC §7.4.4 steps 1–5)
 
@@ -198,6 +213,11 @@ export interface Scanned {
   readonly tornTailExtent?: TornTailExtent
   /** How many packed chunk rows (Appendix A) the committed prefix holds: the file's layout. */
   readonly packedRows: number
+  /**
+   * The last committed record: its byte offset and the seq of its first event (a writer checks
+   * this one line under the lock instead of rescanning the file, `JsonlStore`). Absent without events.
+   */
+  readonly lastRecord?: { readonly start: number; readonly seq: number }
 }
 
 const OVERLONG: unique symbol = Symbol("OVERLONG")
@@ -211,9 +231,10 @@ export class Scanner {
   private lineNo = 0
   private header: SessionHeader | undefined
   private storedVersion = 0
-  private readonly events: Array<unknown> = []
+  private events: Array<unknown> = []
   private nextSeq = 0
   private packedRows = 0
+  private lastRecord: { readonly start: number; readonly seq: number } | undefined
   /** Event lines seen with their newline; at the defect: how many came before it. */
   private terminatedLines = 0
   private terminatedBeforeDefect = 0
@@ -234,6 +255,22 @@ export class Scanner {
   done = false
 
   constructor(private readonly opts: ScanOptions) {}
+
+  /** The header, once its line was read. */
+  get sessionHeader(): { readonly header: SessionHeader; readonly storedVersion: number } | undefined {
+    return this.header === undefined ? undefined : { header: this.header, storedVersion: this.storedVersion }
+  }
+
+  /**
+   * Hand over the events kept since the last call (a streamed read, `keepEvents`): only events
+   * before a defect are kept, so what was handed over is the committed prefix unless `finish`
+   * reports an error.
+   */
+  drain(): Array<unknown> {
+    const out = this.events
+    this.events = []
+    return out
+  }
 
   /** Feed the bytes at absolute file offset `offset`. */
   push(chunk: Uint8Array, offset: number): void {
@@ -300,7 +337,8 @@ export class Scanner {
       nextSeq: this.nextSeq,
       tornTail,
       ...(tornTailExtent === undefined ? {} : { tornTailExtent }),
-      packedRows: this.packedRows
+      packedRows: this.packedRows,
+      ...(this.lastRecord === undefined ? {} : { lastRecord: this.lastRecord })
     }
   }
 
@@ -388,6 +426,7 @@ export class Scanner {
     }
     const packed = isPackedRowTag(value.type)
     if (packed) this.packedRows++
+    this.lastRecord = { start, seq: this.nextSeq }
     if (this.opts.keepEvents) {
       if (packed) for (const e of decoded.events) this.events.push(e)
       else this.events.push(reorder(value))

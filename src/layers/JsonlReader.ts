@@ -10,7 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { StoreFailure } from "../schema/Errors.js"
 import { DEFAULT_MAX_LINE_BYTES } from "../schema/Format.js"
-import type { LoadError, LoadResult } from "../services/SessionStore.js"
+import type { EventSink, LoadError, LoadResult, LoadSummary } from "../services/SessionStore.js"
 import { inoOf, isNotFound } from "./JsonlFiles.js"
 import { type Scanned, Scanner, type ScanOptions } from "./JsonlFormat.js"
 
@@ -52,8 +52,26 @@ const readOnce = (fs: FileSystem.FileSystem, path: string, opts: ScanOptions) =>
   })))
 
 /**
+ * Refuse a path that is there but is no regular file, before it is opened: opening a FIFO blocks
+ * until a writer comes, a device or directory is no session log (`StoreFailure`, never read).
+ */
+const regularFileOnly = (fs: FileSystem.FileSystem, path: string, method: string) =>
+  Effect.flatMap(
+    orMissing(fs.stat(path)).pipe(Effect.mapError((cause) => new StoreFailure({ method, cause }))),
+    (info) =>
+      Option.isNone(info) || info.value.type === "File" ? Effect.void : Effect.fail(
+        new StoreFailure({
+          method,
+          cause: `not a regular file (${info.value.type})`,
+          detail: `${path} is not a regular file, so it is not read (a FIFO would block)`
+        })
+      )
+  )
+
+/**
  * Stream one file through the scanner: stat, read `[0, S0)` in chunks, re-stat and retry on an
- * identity change or a shrink. `undefined` when the file does not exist.
+ * identity change or a shrink. `undefined` when the file does not exist; a path that is no
+ * regular file is refused unopened.
  */
 export const scanFile = (
   fs: FileSystem.FileSystem,
@@ -62,6 +80,7 @@ export const scanFile = (
   method: string
 ): Effect.Effect<ScanOutcome | undefined, LoadError> =>
   Effect.gen(function*() {
+    yield* regularFileOnly(fs, path, method)
     for (let attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
       const read = yield* readOnce(fs, path, opts)
       if (Option.isNone(read)) return undefined
@@ -77,6 +96,57 @@ export const scanFile = (
   }).pipe(
     Effect.catchTag("SystemError", "BadArgument", (cause: PlatformError) => Effect.fail(new StoreFailure({ method, cause })))
   )
+
+/**
+ * A streamed read of one file (`SessionStore.loadEach`): the committed events are handed to
+ * `sink` chunk by chunk as they are read and never kept. One descriptor reads `[0, S0)`: a file
+ * replaced meanwhile is still read as it was; one shrunk meanwhile (a torn tail truncated) is
+ * read up to its new end. `undefined` when the file does not exist; a path that is no regular
+ * file is refused unopened.
+ */
+export const scanFileEach = <E, R>(
+  fs: FileSystem.FileSystem,
+  path: string,
+  opts: ScanOptions,
+  method: string,
+  sink: EventSink<E, R>
+): Effect.Effect<ScanOutcome | undefined, LoadError | E, R> =>
+  Effect.gen(function*() {
+    const io = <A, R2>(effect: Effect.Effect<A, PlatformError, R2>) =>
+      Effect.mapError(effect, (cause) => new StoreFailure({ method, cause }))
+    yield* regularFileOnly(fs, path, method)
+    const opened = yield* io(orMissing(fs.open(path, { flag: "r" })))
+    if (Option.isNone(opened)) return undefined
+    const file = opened.value
+    const info = yield* io(file.stat)
+    const size0 = Number(info.size)
+    const scanner = new Scanner({ ...opts, keepEvents: true })
+    const buffer = new Uint8Array(Math.min(READ_CHUNK, Math.max(size0, 1)))
+    let offset = 0
+    let headerSeen = false
+    while (offset < size0 && !scanner.done) {
+      const n = Number(yield* io(file.read(buffer)))
+      if (n === 0) break
+      const take = Math.min(n, size0 - offset)
+      scanner.push(buffer.subarray(0, take), offset)
+      offset += take
+      if (!headerSeen && sink.onHeader !== undefined) {
+        const seen = scanner.sessionHeader
+        if (seen !== undefined) {
+          headerSeen = true
+          yield* sink.onHeader(seen.header, seen.storedVersion)
+        }
+      }
+      const events = scanner.drain()
+      if (events.length > 0) yield* sink.onEvents(events)
+    }
+    const outcome = scanner.finish()
+    if (!("header" in outcome)) return yield* outcome
+    if (!headerSeen && sink.onHeader !== undefined) yield* sink.onHeader(outcome.header, outcome.storedVersion)
+    const rest = scanner.drain()
+    if (rest.length > 0) yield* sink.onEvents(rest)
+    return { result: outcome, ino: inoOf(info), size: offset, revision: `${inoOf(info)}:${offset}` }
+  }).pipe(Effect.scoped)
 
 /** The load result of a scan. */
 export const toLoadResult = (s: ScanOutcome): LoadResult => ({
@@ -105,4 +175,19 @@ export const readJsonlFile = (
       return yield* new StoreFailure({ method: "readJsonlFile", cause: "no such file", detail: path })
     }
     return toLoadResult(scanned)
+  })
+
+/** `readJsonlFile` streamed: the events are handed to `sink` as they are read (`SessionStore.loadEach`). */
+export const readJsonlFileEach = <E, R>(
+  path: string,
+  sink: EventSink<E, R>
+): Effect.Effect<LoadSummary, LoadError | E, R | FileSystem.FileSystem> =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const scanned = yield* scanFileEach(fs, path, { location: path, maxLineBytes: DEFAULT_MAX_LINE_BYTES, keepEvents: true }, "readJsonlFile", sink)
+    if (scanned === undefined) {
+      return yield* new StoreFailure({ method: "readJsonlFile", cause: "no such file", detail: path })
+    }
+    const { events: _, ...summary } = toLoadResult(scanned)
+    return { ...summary, count: scanned.result.nextSeq }
   })

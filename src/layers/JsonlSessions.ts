@@ -15,6 +15,11 @@ export interface CachedState {
   readonly ino: string
   readonly size: number
   readonly nextSeq: number
+  /**
+   * Set when the state comes from a read without the lock (a hint): the last record's offset and
+   * first seq, which the first append checks under the lock before trusting `nextSeq`.
+   */
+  readonly lastRecord?: { readonly start: number; readonly seq: number }
 }
 
 /** How many sessions' stored states are cached; the least recently written is dropped first. */

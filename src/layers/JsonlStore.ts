@@ -17,7 +17,9 @@ import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES } from "../schema/Forma
 import { type SessionHeader, validateSessionHeader } from "../schema/SessionHeader.js"
 import {
   appendPrepared,
+  type EventSink,
   type LoadError,
+  type LoadSummary,
   readFromLoad,
   SessionStore,
   type SessionStoreShape,
@@ -26,9 +28,9 @@ import {
 } from "../services/SessionStore.js"
 import { STREAMED_WRITE_BYTES, SyncFileSystem, type WriteFailure, writeBatch, writeBatchStreamed } from "./JsonlAppender.js"
 import * as JsonlFiles from "./JsonlFiles.js"
-import { type Batch, batchOf, headerLine, logParts, type PackOptions, packOptions, storageLines } from "./JsonlFormat.js"
+import { type Batch, batchOf, headerLine, logParts, type PackOptions, packOptions, seqAfterLine, storageLines } from "./JsonlFormat.js"
 import { acquireLock, type HeldLock, releaseLock, tryLockFile } from "./JsonlLock.js"
-import { scanFile, toLoadResult } from "./JsonlReader.js"
+import { type ScanOutcome, scanFile, scanFileEach, toLoadResult } from "./JsonlReader.js"
 import * as JsonlSessions from "./JsonlSessions.js"
 
 export { toJsonlText } from "./JsonlFormat.js"
@@ -126,8 +128,30 @@ export const makeJsonlStore = (
           return { header, storedVersion: header.version, events: [], tornTail: undefined, revision: "unmaterialised" }
         }
         p.sessions.clearSuspect(id)
+        hintFromRead(p, id, scanned)
         return toLoadResult(scanned)
       }),
+
+      loadEach: <E, R>(id: string, sink: EventSink<E, R>) =>
+        Effect.gen(function*() {
+          const { file, options } = scanOptions(p, id, true)
+          const scanned = yield* scanFileEach(p.fs, file, options, "loadEach", sink)
+          if (scanned === undefined) {
+            const header = p.sessions.registered(id)
+            if (header === undefined) return yield* notFound(id)
+            if (sink.onHeader !== undefined) yield* sink.onHeader(header, header.version)
+            const summary: LoadSummary = {
+              header,
+              storedVersion: header.version,
+              tornTail: undefined,
+              revision: "unmaterialised",
+              count: 0
+            }
+            return summary
+          }
+          const { events: _, ...rest } = toLoadResult(scanned)
+          return { ...rest, count: scanned.result.nextSeq }
+        }).pipe(Effect.withSpan("JsonlStore.loadEach", { attributes: { sessionId: id } })),
 
       readFrom: (id, fromSeq) => readFromLoad(store.load)(id, fromSeq),
 
@@ -187,9 +211,31 @@ const changedSinceRead = (id: string, expectedSeq: number, storedSeq: number) =>
 
 /** Stream the session's file through the scanner with its identity checks (L6); none when absent. */
 const scanSession = (p: Pieces, id: string, method: string, keepEvents: boolean) => {
+  const { file, options } = scanOptions(p, id, keepEvents)
+  return scanFile(p.fs, file, options, method)
+}
+
+/** Where a session's file is and how to scan it, with its identity checks (L6). */
+const scanOptions = (p: Pieces, id: string, keepEvents: boolean) => {
   const { file, name, named } = p.files.pathOf(id)
   const nameCheck = named ? {} : { expectedName: name }
-  return scanFile(p.fs, file, { location: file, expectedId: id, ...nameCheck, maxLineBytes: p.maxLineBytes, keepEvents }, method)
+  return { file, options: { location: file, expectedId: id, ...nameCheck, maxLineBytes: p.maxLineBytes, keepEvents } }
+}
+
+/** What is at a session path, when it exists and is not a regular file (a FIFO would block the read). */
+const irregularType = (p: Pieces, file: string, method: string) =>
+  Effect.map(p.files.stat(file).pipe(mapFs(method)), (info) =>
+    Option.isSome(info) && info.value.type !== "File" ? info.value.type : undefined)
+
+/**
+ * After a clean read (no torn tail), the read's view of the file as a hint for the first append
+ * of this instance: under the lock, that append checks the file is still the one read (identity,
+ * size) and re-reads only its last record instead of the whole file (`storedNextSeq`).
+ */
+const hintFromRead = (p: Pieces, id: string, scanned: ScanOutcome): void => {
+  const { lastRecord, nextSeq, tornTail } = scanned.result
+  if (tornTail !== undefined || lastRecord === undefined || p.sessions.cached(id) !== undefined) return
+  p.sessions.remember(id, { file: p.files.pathOf(id).file, ino: scanned.ino, size: scanned.size, nextSeq, lastRecord })
 }
 
 /** Cold-read errors met by a writer: format refusals and header faults become StoreCorrupt. */
@@ -287,8 +333,8 @@ const appendExisting = (p: Pieces, id: string, expectedSeq: number, count: numbe
   if (batch.bytes >= STREAMED_WRITE_BYTES) return underLocks()
   return Effect.flatMap(p.sessions.busy(id), (busy) => {
     const cached = p.sessions.cached(id)
-    // nothing cached (the first append of this instance): a rescan is certain
-    if (busy || cached === undefined) return underLocks()
+    // nothing cached (the first append of this instance), or a read's hint: checked under the lock
+    if (busy || cached === undefined || cached.lastRecord !== undefined) return underLocks()
     const step = appendStep(p, id, cached, expectedSeq, count, batch)
     return step._tag === "Done" ? Effect.void : step._tag === "Retry" ? underLocks() : Effect.fail(step)
   })
@@ -344,8 +390,15 @@ const appendLocked = (p: Pieces, id: string, expectedSeq: number, count: number,
 const storedNextSeq = (p: Pieces, id: string, expectedSeq: number, lock: HeldLock) =>
   Effect.gen(function*() {
     const cached = p.sessions.cached(id)
-    if (cached !== undefined && cached.ino === lock.ino && cached.size === lock.size) return cached.nextSeq
     const { file } = p.files.pathOf(id)
+    if (cached !== undefined && cached.ino === lock.ino && cached.size === lock.size) {
+      if (cached.lastRecord === undefined) return cached.nextSeq
+      // a read's hint: the file is the one read; its last record must still end at nextSeq
+      if ((yield* lastRecordEnd(p, file, cached.lastRecord, lock.size)) === cached.nextSeq) {
+        p.sessions.remember(id, { file, ino: lock.ino, size: lock.size, nextSeq: cached.nextSeq })
+        return cached.nextSeq
+      }
+    }
     const scanned = yield* rescan(p, id, "append")
     const { nextSeq, tornTail } = scanned.result
     if (tornTail !== undefined) {
@@ -366,6 +419,28 @@ const storedNextSeq = (p: Pieces, id: string, expectedSeq: number, lock: HeldLoc
     p.sessions.remember(id, { file, ino: lock.ino, size: lock.size, nextSeq })
     return nextSeq
   })
+
+/** The seq after the record at `lastRecord.start` when it is the file's one last line (else undefined). */
+const lastRecordEnd = (
+  p: Pieces,
+  file: string,
+  lastRecord: { readonly start: number; readonly seq: number },
+  size: number
+) =>
+  Effect.scoped(Effect.gen(function*() {
+    const length = size - lastRecord.start
+    if (length <= 0 || length > p.maxLineBytes + 1) return undefined
+    const handle = yield* p.fs.open(file, { flag: "r" })
+    yield* handle.seek(lastRecord.start, "start")
+    const bytes = new Uint8Array(length)
+    let read = 0
+    while (read < length) {
+      const n = Number(yield* handle.read(bytes.subarray(read)))
+      if (n === 0) return undefined
+      read += n
+    }
+    return seqAfterLine(bytes, lastRecord.seq)
+  })).pipe(Effect.orElseSucceed(() => undefined))
 
 /** Step 4 (C5 / C7). */
 const seqConflict = (id: string, expectedSeq: number, storedSeq: number): AppendConflict | undefined =>
@@ -451,6 +526,12 @@ const list = (p: Pieces) =>
   Effect.gen(function*() {
     const headers: Array<SessionHeader> = []
     for (const { file, name, named } of yield* p.files.sessionFiles.pipe(mapFs("list"))) {
+      const irregular = yield* Effect.either(irregularType(p, file, "list"))
+      if (irregular._tag === "Left" || irregular.right !== undefined) {
+        const why = irregular._tag === "Left" ? irregular.left.message : `not a regular file (${irregular.right})`
+        yield* Effect.logWarning(`JsonlStore.list: skipping ${file}: ${why}`)
+        continue
+      }
       const scanned = yield* Effect.either(scanFile(p.fs, file, {
         location: file,
         ...(named ? {} : { expectedName: name }),

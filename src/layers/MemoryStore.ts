@@ -11,6 +11,7 @@ import { type SessionHeader, validateSessionHeader } from "../schema/SessionHead
 import {
   type BatchCheckOptions,
   appendPrepared,
+  loadEachFromLoad,
   readFromLoad,
   SessionStore,
   type SessionStoreShape
@@ -86,6 +87,8 @@ export const makeMemoryStore = (options: MemoryStoreOptions = {}): Effect.Effect
           if (header === undefined) return yield* notFound(id)
           return { header, storedVersion: header.version, events: [], tornTail: undefined, revision: "0" }
         }),
+
+      loadEach: (id, sink) => loadEachFromLoad(store.load)(id, sink),
 
       readFrom: (id, fromSeq) => readFromLoad(store.load)(id, fromSeq),
 

@@ -10,11 +10,18 @@ import type { TornTail } from "../services/SessionStore.js"
 import { isEventRow, rowToEvent, undecodable } from "./SqlRows.js"
 
 /** The verdict on a session's rows. */
-export type ScanResult = StoreCorrupt | { readonly events: ReadonlyArray<Event>; readonly tornTail: TornTail | undefined }
+export type ScanResult = StoreCorrupt | {
+  readonly events: ReadonlyArray<Event>
+  readonly tornTail: TornTail | undefined
+  /** How many good events were classified (kept, or handed over by `drain`). */
+  readonly count: number
+}
 
 /** Rows after the first defect are only looked at for their type and seq. */
 export class RowScan {
-  readonly events: Array<Event> = []
+  events: Array<Event> = []
+  /** good events classified so far */
+  good = 0
   /** rows fed so far */
   rows = 0
   /** seq of the last row fed */
@@ -26,6 +33,13 @@ export class RowScan {
   private corrupt: StoreCorrupt | undefined
 
   constructor(private readonly firstSeq: number, private readonly location: string) {}
+
+  /** Hand over the events classified good since the last call (a streamed read). */
+  drain(): Array<Event> {
+    const out = this.events
+    this.events = []
+    return out
+  }
 
   /** Classify one page of raw result rows; L9 when a row does not decode at all. */
   feed(page: ReadonlyArray<unknown>): StoreCorrupt | undefined {
@@ -59,6 +73,7 @@ export class RowScan {
         this.corrupt = verdict
       } else {
         this.events.push(verdict)
+        this.good++
       }
     }
     return undefined
@@ -76,7 +91,7 @@ export class RowScan {
     }
     if (this.corrupt !== undefined) return this.corrupt
     const reason = this.defectReason
-    if (reason === undefined) return { events: this.events, tornTail: undefined }
+    if (reason === undefined) return { events: this.events, tornTail: undefined, count: this.good }
     const at = this.defectSeq
     if (this.laterTurnEnd !== -1) {
       return new StoreCorrupt({
@@ -86,6 +101,6 @@ export class RowScan {
         detail: `defective row (${reason}) at seq ${at} before a turn/end at seq ${this.laterTurnEnd}`
       })
     }
-    return { events: this.events, tornTail: { fromSeq: at, reason, position: at } }
+    return { events: this.events, tornTail: { fromSeq: at, reason, position: at }, count: this.good }
   }
 }

@@ -66,6 +66,8 @@ export const makeSqlStore = (
 
       load,
 
+      loadEach: (id, sink) => Operations.loadEach(store, id, sink).pipe(Effect.withSpan("SqlStore.loadEach", span)),
+
       // The suffix of the whole read (§7.1): the rows below fromSeq are classified too (a defect
       // there means a torn tail or L2, never a suffix read past it). K7 checks the returned suffix
       // (SPEC §8.2 "seek reads"); a log of another version takes the sequential pipeline.

@@ -25,7 +25,7 @@ import type { Event } from "../schema/Events.js"
 import { SESSION_FORMAT_VERSION } from "../schema/Format.js"
 import { encodeJson, type Json } from "../schema/Json.js"
 import { headerRecord, type SessionHeader, validateSessionHeader } from "../schema/SessionHeader.js"
-import type { LoadResult, StoreAppendError, TornTail } from "../services/SessionStore.js"
+import type { EventSink, LoadResult, LoadSummary, StoreAppendError, TornTail } from "../services/SessionStore.js"
 import { failures, inTransaction, queryFailure, type Store } from "./SqlQueries.js"
 import { RowScan } from "./SqlRowScan.js"
 import {
@@ -52,8 +52,14 @@ const ROWS_PER_INSERT = 4_000
 /** The lower bound of a full read: below every seq a row can hold (64-bit integers). */
 const LOWEST_SEQ = -9223372036854775808n
 
+/**
+ * S11 (this product's store rule, next to SPEC §7.7's S-rules): a SQL backend refuses text its
+ * TEXT columns cannot hold verbatim (a lone surrogate in an id, a type or a header string; NUL on
+ * PostgreSQL), before anything is written. JSON payloads are unaffected: they are stored escaped.
+ */
 const unrepresentable = (store: Store, method: string, field: string) =>
   new StoreFailure({
+    rule: "S11",
     method,
     cause: `${field} contains a lone surrogate or a character ${store.dialect.name} cannot store`,
     detail: `${field} cannot be stored verbatim in a ${store.dialect.name} TEXT column`
@@ -122,7 +128,12 @@ const insertBatch = (store: Store, conn: Connection, id: string, batch: CheckedB
  * reads start below any seq: a row with a negative seq, written by something else, is a defect
  * like any other, never invisible.
  */
-const scanEvents = (store: Store, conn: Connection, id: string) =>
+const scanEvents = <E = never, R = never>(
+  store: Store,
+  conn: Connection,
+  id: string,
+  onEvents?: (events: ReadonlyArray<Event>) => Effect.Effect<void, E, R>
+) =>
   Effect.gen(function*() {
     const { eventsByPosition, eventsPage } = store.statements
     const scan = new RowScan(0, store.location)
@@ -132,6 +143,10 @@ const scanEvents = (store: Store, conn: Connection, id: string) =>
       const page = yield* store.runValues(conn, "events-page", eventsPage, [id, from, pageRows])
       const bad = scan.feed(page)
       if (bad !== undefined) return yield* bad
+      if (onEvents !== undefined) {
+        const events = scan.drain()
+        if (events.length > 0) yield* onEvents(events)
+      }
       if (page.length < pageRows) return scan
       from = scan.lastSeq + 1
       if (!Number.isSafeInteger(from)) {
@@ -268,31 +283,41 @@ export const create = (store: Store, input: unknown) =>
   })
 
 /** A cold read in one read transaction (SPEC §7.5 "Load"); never mutates. */
-export const load = (store: Store, id: string) =>
+export const load = (store: Store, id: string) => readSession(store, id, "load")
+
+/** A streamed cold read (`SessionStore.loadEach`): `load` handing each page's events to `sink`. */
+export const loadEach = <E, R>(store: Store, id: string, sink: EventSink<E, R>) =>
+  Effect.map(readSession(store, id, "loadEach", sink), ({ events: _, ...summary }): LoadSummary => summary)
+
+/** `load` and `loadEach`: with a sink, the events are handed over page by page and not kept. */
+const readSession = <E = never, R = never>(store: Store, id: string, method: string, sink?: EventSink<E, R>) =>
   inTransaction(store, false, (conn) =>
     Effect.gen(function*() {
       const found = yield* store.findSession(id)
       if (Option.isNone(found)) {
         const header = store.registered.get(id)
         if (header === undefined) return yield* notFound(id)
-        const unmaterialised: LoadResult = { header, storedVersion: header.version, events: [], tornTail: undefined, revision: "0" }
+        if (sink?.onHeader !== undefined) yield* sink.onHeader(header, header.version)
+        const unmaterialised = { header, storedVersion: header.version, events: [], tornTail: undefined, revision: "0", count: 0 }
         return unmaterialised
       }
       const row = found.value
       // L6: the stored id must be the requested one
       if (row.id !== id) return yield* new SessionNotFound({ rule: "L6", sessionId: id, detail: `stored id is "${row.id}"` })
       const header = yield* storedHeader(store, row)
-      const scanned = (yield* scanEvents(store, conn, id)).result(row.next_seq)
+      if (sink?.onHeader !== undefined) yield* sink.onHeader(header, row.version)
+      const scanned = (yield* scanEvents(store, conn, id, sink?.onEvents)).result(row.next_seq)
       if (scanned instanceof StoreCorrupt) return yield* scanned
-      const result: LoadResult = {
+      const result: LoadResult & { readonly count: number } = {
         header,
         storedVersion: row.version,
         events: scanned.events,
         tornTail: scanned.tornTail,
-        revision: String(row.revision)
+        revision: String(row.revision),
+        count: scanned.count
       }
       return result
-    })).pipe(failures(store, "load"))
+    })).pipe(failures(store, method))
 
 /** Headers of the stored sessions sorted by (createdAt, id); a row whose header cannot be read is skipped with a warning. */
 export const list = (store: Store) =>

@@ -6,7 +6,16 @@
 import * as Effect from "effect/Effect"
 import { type SessionLogError, StoreCorrupt } from "../schema/Errors.js"
 import { validateSeed } from "../services/Seed.js"
-import { type LoadError, type LoadResult, readPipeline, SessionStore, type TornTail } from "../services/SessionStore.js"
+import { readEach } from "../services/ReadEach.js"
+import {
+  type EventSink,
+  type LoadError,
+  type LoadResult,
+  type LoadSummary,
+  readPipeline,
+  SessionStore,
+  type TornTail
+} from "../services/SessionStore.js"
 
 /** The first rejection, as printed by `verify --json`. */
 export interface ErrorReport {
@@ -38,7 +47,7 @@ export interface TornTailReport {
   readonly bytes?: number
 }
 
-const tornTailReport = (loaded: LoadResult): TornTailReport | undefined =>
+const tornTailReport = (loaded: Pick<LoadResult, "tornTail" | "tornTailExtent">): TornTailReport | undefined =>
   loaded.tornTail === undefined ? undefined : {
     fromSeq: loaded.tornTail.fromSeq,
     reason: loaded.tornTail.reason,
@@ -75,14 +84,26 @@ export const verifyLoaded = (loaded: LoadResult): Effect.Effect<VerifyReport> =>
     Effect.withSpan("Verify.verifyLoaded")
   )
 
-/** Verify one stored session; a failed read is reported like any rejection. */
+/**
+ * Verify a session read through `read` (a store's `loadEach`, or a file's) without holding its
+ * log: the streamed read pipeline and seed validation (`ReadEach`); `reload` reads the whole log
+ * for the version-0 edge. A failed read is reported like any rejection.
+ */
+export const verifyEach = <E extends { readonly _tag: string }, R>(
+  read: (sink: EventSink) => Effect.Effect<LoadSummary, LoadError | E, R>,
+  reload: Effect.Effect<LoadResult, LoadError | E, R>
+): Effect.Effect<VerifyReport, never, R> =>
+  readEach(read, reload).pipe(
+    Effect.map((r): VerifyReport => {
+      const tornTail = tornTailReport(r)
+      return { ok: true, events: r.count, surface: r.surface, ...(tornTail === undefined ? {} : { tornTail }) }
+    }),
+    Effect.catchAll((e) => Effect.succeed({ ok: false as const, error: errorReport(e as SessionLogError) })),
+    Effect.withSpan("Verify.verifyEach")
+  )
+
+/** Verify one stored session, streamed (memory bounded by the surface, not the log). */
 export const verifySession = (id: string): Effect.Effect<VerifyReport, never, SessionStore> =>
-  Effect.gen(function*() {
-    const store = yield* SessionStore
-    return yield* store.load(id).pipe(
-      Effect.matchEffect({
-        onFailure: (e: LoadError) => Effect.succeed({ ok: false as const, error: errorReport(e) }),
-        onSuccess: verifyLoaded
-      })
-    )
-  }).pipe(Effect.withSpan("Verify.verifySession", { attributes: { sessionId: id } }))
+  Effect.flatMap(SessionStore, (store) => verifyEach((sink) => store.loadEach(id, sink), store.load(id))).pipe(
+    Effect.withSpan("Verify.verifySession", { attributes: { sessionId: id } })
+  )

@@ -154,10 +154,13 @@ export class FormatUnsupported extends Schema.TaggedError<FormatUnsupported>()("
 export class UnknownEventType extends Schema.TaggedError<UnknownEventType>()("UnknownEventType", {
   rule: Rule,
   seq: OptSeq,
-  eventType: Schema.String
+  eventType: Schema.String,
+  /** Why the type is refused when not for lack of `ignorable: true` (a reserved packed-row tag). */
+  detail: OptDetail
 }) {
   override get message(): string {
-    return `[${this.rule}] unknown event type "${this.eventType}"${at(this.seq)} (not marked ignorable)`
+    const why = this.detail === undefined ? "not marked ignorable" : this.detail
+    return `[${this.rule}] unknown event type "${this.eventType}"${at(this.seq)} (${why})`
   }
 }
 

@@ -9,8 +9,8 @@
 /** A lossless JSON value. */
 export type Json = null | boolean | number | string | ReadonlyArray<Json> | { readonly [key: string]: Json }
 
-/** The A-rule that rejected a value. */
-export type WalkRule = "A1" | "A2" | "A3" | "A4" | "A5" | "A6" | "A7" | "A8" | "A9"
+/** The A-rule that rejected a value (A12: reading it threw: a getter or a Proxy trap). */
+export type WalkRule = "A1" | "A2" | "A3" | "A4" | "A5" | "A6" | "A7" | "A8" | "A9" | "A12"
 
 /** The first violation met, with the RFC 6901 pointer of the offending value. */
 export interface WalkFailure {
@@ -183,124 +183,144 @@ const walkContainer = (root: object, basePath: string): WalkResult => {
   let rootCopy: Container | undefined
   let val: unknown = root
 
-  for (;;) {
-    // Classify `val`, the current child of frame sp - 1 (or the root when sp === 0).
-    let out: unknown = val
-    switch (typeof val) {
-      case "string":
-      case "boolean":
-        break
-      case "number":
-        if (val !== val || val === Infinity || val === -Infinity) {
-          return fail("A4", pointer(basePath, keysStack, idxStack, sp), String(val))
-        }
-        if (val === 0 && 1 / val < 0) return fail("A5", pointer(basePath, keysStack, idxStack, sp), "-0")
-        break
-      case "object": {
-        if (val === null) break
-        // A6: only ancestors on the current path count; a shared acyclic reference is copied again (A16).
-        const lim = sp < LINEAR_ANCESTORS ? sp : LINEAR_ANCESTORS
-        let cyclic = false
-        for (let j = 0; j < lim; j++) {
-          if (srcStack[j] === val) {
-            cyclic = true
-            break
-          }
-        }
-        if (cyclic || (ancestors !== undefined && ancestors.has(val))) {
-          return fail("A6", pointer(basePath, keysStack, idxStack, sp), "cyclic reference to an ancestor")
-        }
-        const proto = getProto(val)
-        let copy: Container
-        let keys: Keys | null
-        let len: number
-        if (isArray(val)) {
-          if (proto !== ArrayProto) {
-            return fail("A8", pointer(basePath, keysStack, idxStack, sp), `array with ${protoName(proto)}`)
-          }
-          // A7: own keys must be exactly the indices 0..length-1 followed by "length" (ordinary
-          // arrays list indices ascending, then "length", then other strings, then symbols).
-          len = (val as ReadonlyArray<unknown>).length
-          const names = ownNames(val)
-          if (names.length !== len + 1 || names[len] !== "length" || ownSymbols(val).length !== 0) {
-            const detail = sparseDetail(val as ReadonlyArray<unknown>, ownKeys(val))
-            return fail("A7", pointer(basePath, keysStack, idxStack, sp), detail)
-          }
-          copy = [] as unknown as Container
-          keys = null
-        } else {
-          if (proto !== ObjectProto && proto !== null) {
-            return fail(
-              "A8",
-              pointer(basePath, keysStack, idxStack, sp),
-              proto === ArrayProto ? "object with Array.prototype" : `instance of ${protoName(proto)}`
-            )
-          }
-          keys = ownKeys(val)
-          len = keys.length
-          copy = {} // A10: always Object.prototype, also for null-prototype input
-        }
-        if (sp >= LINEAR_ANCESTORS) (ancestors ??= new Set()).add(val)
-        srcStack[sp] = val
-        copyStack[sp] = copy
-        keysStack[sp] = keys
-        idxStack[sp] = 0
-        lenStack[sp] = len
-        if (sp === 0) {
-          rootCopy = copy
-          sp = 1
-        } else {
-          attach(copyStack[sp - 1], keysStack[sp - 1], idxStack[sp - 1] - 1, copy)
-          sp++
-        }
-        out = NO_VALUE
-        break
-      }
-      case "undefined":
-        return fail("A3", pointer(basePath, keysStack, idxStack, sp), "undefined")
-      case "bigint":
-        return fail("A1", pointer(basePath, keysStack, idxStack, sp), "BigInt")
-      default:
-        return fail("A2", pointer(basePath, keysStack, idxStack, sp), typeof val)
-    }
-    if (out !== NO_VALUE) attach(copyStack[sp - 1], keysStack[sp - 1], idxStack[sp - 1] - 1, out)
-
-    // Advance to the next child, popping (and freezing) finished frames.
+  // A12: a getter or a Proxy trap (getPrototypeOf, ownKeys, getOwnPropertyDescriptor, ...) that
+  // throws rejects the value at the pointer being read; the exception is not rethrown
+  try {
     for (;;) {
-      if (sp === 0) return ok(rootCopy as unknown as Json)
-      const f = sp - 1
-      const i = idxStack[f]
-      if (i < lenStack[f]) {
-        idxStack[f] = i + 1
-        const src = srcStack[f]
-        const keys = keysStack[f]
-        // A11/A12: each property is read once through its own descriptor; a getter is called
-        // once and its exception propagates untouched.
-        if (keys === null) {
-          const d = getDesc(src, i)
-          // A7: a hole can only appear here if an earlier getter deleted the element.
-          if (d === undefined) {
-            return fail("A7", pointer(basePath, keysStack, idxStack, f), `sparse array: hole at index ${i}`)
+      // Classify `val`, the current child of frame sp - 1 (or the root when sp === 0).
+      let out: unknown = val
+      switch (typeof val) {
+        case "string":
+        case "boolean":
+          break
+        case "number":
+          if (val !== val || val === Infinity || val === -Infinity) {
+            return fail("A4", pointer(basePath, keysStack, idxStack, sp), String(val))
           }
-          val = d.get !== undefined ? apply(d.get, src, []) : d.value
-        } else {
-          const k = keys[i]
-          if (typeof k === "symbol") {
-            return fail("A9", pointer(basePath, keysStack, idxStack, f), `symbol-keyed property ${String(k)}`)
+          if (val === 0 && 1 / val < 0) return fail("A5", pointer(basePath, keysStack, idxStack, sp), "-0")
+          break
+        case "object": {
+          if (val === null) break
+          // A6: only ancestors on the current path count; a shared acyclic reference is copied again (A16).
+          const lim = sp < LINEAR_ANCESTORS ? sp : LINEAR_ANCESTORS
+          let cyclic = false
+          for (let j = 0; j < lim; j++) {
+            if (srcStack[j] === val) {
+              cyclic = true
+              break
+            }
           }
-          const d = getDesc(src, k)
-          if (d === undefined) continue // deleted by an earlier getter: nothing left to read
-          if (d.enumerable !== true) {
-            return fail("A9", pointer(basePath, keysStack, idxStack, sp), `non-enumerable property "${k}"`)
+          if (cyclic || (ancestors !== undefined && ancestors.has(val))) {
+            return fail("A6", pointer(basePath, keysStack, idxStack, sp), "cyclic reference to an ancestor")
           }
-          val = d.get !== undefined ? apply(d.get, src, []) : d.value
+          const proto = getProto(val)
+          let copy: Container
+          let keys: Keys | null
+          let len: number
+          if (isArray(val)) {
+            if (proto !== ArrayProto) {
+              return fail("A8", pointer(basePath, keysStack, idxStack, sp), `array with ${protoName(proto)}`)
+            }
+            // A7: own keys must be exactly the indices 0..length-1 followed by "length" (ordinary
+            // arrays list indices ascending, then "length", then other strings, then symbols).
+            len = (val as ReadonlyArray<unknown>).length
+            const names = ownNames(val)
+            if (names.length !== len + 1 || names[len] !== "length" || ownSymbols(val).length !== 0) {
+              const detail = sparseDetail(val as ReadonlyArray<unknown>, ownKeys(val))
+              return fail("A7", pointer(basePath, keysStack, idxStack, sp), detail)
+            }
+            copy = [] as unknown as Container
+            keys = null
+          } else {
+            if (proto !== ObjectProto && proto !== null) {
+              return fail(
+                "A8",
+                pointer(basePath, keysStack, idxStack, sp),
+                proto === ArrayProto ? "object with Array.prototype" : `instance of ${protoName(proto)}`
+              )
+            }
+            keys = ownKeys(val)
+            len = keys.length
+            copy = {} // A10: always Object.prototype, also for null-prototype input
+          }
+          if (sp >= LINEAR_ANCESTORS) (ancestors ??= new Set()).add(val)
+          srcStack[sp] = val
+          copyStack[sp] = copy
+          keysStack[sp] = keys
+          idxStack[sp] = 0
+          lenStack[sp] = len
+          if (sp === 0) {
+            rootCopy = copy
+            sp = 1
+          } else {
+            attach(copyStack[sp - 1], keysStack[sp - 1], idxStack[sp - 1] - 1, copy)
+            sp++
+          }
+          out = NO_VALUE
+          break
         }
-        break
+        case "undefined":
+          return fail("A3", pointer(basePath, keysStack, idxStack, sp), "undefined")
+        case "bigint":
+          return fail("A1", pointer(basePath, keysStack, idxStack, sp), "BigInt")
+        default:
+          return fail("A2", pointer(basePath, keysStack, idxStack, sp), typeof val)
       }
-      freeze(copyStack[f])
-      if (f >= LINEAR_ANCESTORS) ancestors!.delete(srcStack[f])
-      sp = f
+      if (out !== NO_VALUE) attach(copyStack[sp - 1], keysStack[sp - 1], idxStack[sp - 1] - 1, out)
+
+      // Advance to the next child, popping (and freezing) finished frames.
+      for (;;) {
+        if (sp === 0) return ok(rootCopy as unknown as Json)
+        const f = sp - 1
+        const i = idxStack[f]
+        if (i < lenStack[f]) {
+          idxStack[f] = i + 1
+          const src = srcStack[f]
+          const keys = keysStack[f]
+          // A11/A12: each property is read once through its own descriptor; a getter is called
+          // once (if it throws, the catch below rejects the value).
+          if (keys === null) {
+            const d = getDesc(src, i)
+            // A7: a hole can only appear here if an earlier getter deleted the element.
+            if (d === undefined) {
+              return fail("A7", pointer(basePath, keysStack, idxStack, f), `sparse array: hole at index ${i}`)
+            }
+            val = d.get !== undefined ? apply(d.get, src, []) : d.value
+          } else {
+            const k = keys[i]
+            if (typeof k === "symbol") {
+              return fail("A9", pointer(basePath, keysStack, idxStack, f), `symbol-keyed property ${String(k)}`)
+            }
+            const d = getDesc(src, k)
+            if (d === undefined) continue // deleted by an earlier getter: nothing left to read
+            if (d.enumerable !== true) {
+              return fail("A9", pointer(basePath, keysStack, idxStack, sp), `non-enumerable property "${k}"`)
+            }
+            val = d.get !== undefined ? apply(d.get, src, []) : d.value
+          }
+          break
+        }
+        freeze(copyStack[f])
+        if (f >= LINEAR_ANCESTORS) ancestors!.delete(srcStack[f])
+        sp = f
+      }
     }
+  } catch (e) {
+    return fail("A12", pointer(basePath, keysStack, idxStack, sp), `reading the value threw: ${describeThrown(e)}`)
+  }
+}
+
+/** A short text for a thrown value, read without running any of its hooks (it may be hostile too). */
+const describeThrown = (e: unknown): string => {
+  try {
+    if (typeof e === "object" && e !== null) {
+      const m = getDesc(e, "message")
+      if (m !== undefined && typeof m.value === "string") return m.value
+      return "an object"
+    }
+    return typeof e === "string" ? e : typeof e
+  } catch {
+    return "a hostile value"
   }
 }
 

@@ -30,10 +30,18 @@ const envelopeKeySet: ReadonlySet<string> = new Set(ENVELOPE_KEYS)
 
 /** B1, B8 (seed records): an object, and a plain one. Returns an error or undefined. */
 export const checkRecordKind = (record: unknown, seq: number): InvalidEnvelope | NotLosslessJson | undefined => {
-  if (typeof record !== "object" || record === null || Array.isArray(record)) {
+  let array: boolean
+  let proto: unknown
+  try {
+    array = typeof record === "object" && record !== null && Array.isArray(record)
+    proto = typeof record === "object" && record !== null ? Object.getPrototypeOf(record) : undefined
+  } catch {
+    // A12: a Proxy whose trap throws (or a revoked one) cannot be read
+    return new NotLosslessJson({ rule: "A12", seq, path: "", detail: "reading the record threw (a Proxy trap)" })
+  }
+  if (typeof record !== "object" || record === null || array) {
     return new InvalidEnvelope({ rule: "B1", seq, field: "", detail: "invalid event envelope: record is not an object" })
   }
-  const proto = Object.getPrototypeOf(record)
   if (proto !== Object.prototype && proto !== null) {
     return new NotLosslessJson({ rule: "B8", seq, path: "", detail: "record is not a plain object" })
   }
@@ -66,18 +74,30 @@ export const checkEnvelope = (r: Rec, seq: number): InvalidEnvelope | undefined 
 }
 
 /**
+ * The tags of packed chunk rows (SPEC Appendix A; `PackedChunks.PACKED_ROW_TAGS`): a JSONL reader
+ * decodes a line of such a type as a packed row, so no event may carry one.
+ */
+const PACKED_ROW_TYPES: ReadonlySet<string> = new Set(["text-chunks", "reasoning-chunks", "tool-call-chunks"])
+
+/**
  * Vocabulary (K7 on a cold read, K9 at append): a type outside the known list (§1.4) must be
- * marked `ignorable: true`. The legacy types are left to the legacy guard (I8, K10).
+ * marked `ignorable: true`. The legacy types are left to the legacy guard (I8, K10). At append
+ * (K9) a packed-row tag is refused even when ignorable: the event would read back as a malformed
+ * packed row (Appendix A, L4), a log the session's next cold read refuses.
  */
 export const checkVocabulary = (
   type: string,
   ignorable: unknown,
   seq: number,
   rule: "K7" | "K9"
-): UnknownEventType | undefined =>
-  KNOWN_EVENT_TYPES.has(type) || ignorable === true || type === "request/header-delta" || type === "mode/set"
+): UnknownEventType | undefined => {
+  if (rule === "K9" && PACKED_ROW_TYPES.has(type)) {
+    return new UnknownEventType({ rule, seq, eventType: type, detail: "reserved for packed chunk rows (SPEC Appendix A)" })
+  }
+  return KNOWN_EVENT_TYPES.has(type) || ignorable === true || type === "request/header-delta" || type === "mode/set"
     ? undefined
     : new UnknownEventType({ rule, seq, eventType: type })
+}
 
 /** Legacy guard (I8, I7, K10): forms no current reader accepts. */
 export const checkLegacy = (

@@ -21,7 +21,7 @@ import type { SessionHeader } from "../schema/SessionHeader.js"
 import { checkEnvelope, checkLegacy, checkRecordKind, checkTypeShape, isRecord, notLossless } from "../schema/Validation.js"
 import { Invariants } from "./Invariants.js"
 import type { PreCommitValidator, ValidatorFactory } from "./Session.js"
-import { isPlan, SurfaceTracker } from "./SurfaceManager.js"
+import { applyPlan, isPlan, planSurface, SurfaceTracker } from "./SurfaceManager.js"
 
 /** Errors of seed validation. */
 export type SeedError = ValidationError | InvariantViolation
@@ -29,9 +29,47 @@ export type SeedError = ValidationError | InvariantViolation
 type Rec = Record<string, unknown>
 
 /**
- * The seed pipeline (SPEC §3.2) for every record, in order: kind and walk (skipped for records
- * of a cold read, already walked), envelope, legacy guard, shapes, `seq === i`, surface plan and
- * apply, pre-commit validators. Returns the frozen events (keys in §1.1 order) and their tracker.
+ * The per-record checks of the seed pipeline (SPEC §3.2) for record `i`: kind and walk (skipped
+ * for records of a cold read, already walked), envelope, legacy guard, shapes, `seq === i`.
+ * Returns the event, frozen and with keys in §1.1 order, or the rule error.
+ */
+export const checkSeedRecord = (raw: unknown, i: number, coldRead: boolean): Event | ValidationError => {
+  let record: Rec
+  if (coldRead && isRecord(raw)) {
+    record = raw
+  } else {
+    const kind = checkRecordKind(raw, i)
+    if (kind !== undefined) return kind
+    const walked = walkJson(raw)
+    if (walked._tag === "Fail") return notLossless(walked.rule, i, walked.path, walked.detail)
+    record = walked.value as Rec
+  }
+  const env = checkEnvelope(record, i)
+  if (env !== undefined) return env
+  const type = record.type as string
+  const legacy = checkLegacy(type, record.data, i)
+  if (legacy !== undefined) return legacy
+  const shape = checkTypeShape(type, record.data, i)
+  if (shape !== undefined) return shape
+  if (record.seq !== i) {
+    return new SeqNotContiguous({
+      rule: "C1",
+      seq: i,
+      expected: i,
+      actual: record.seq,
+      detail: `seed record ${i} has seq ${String(record.seq)}`
+    })
+  }
+  // records of a cold read are usually frozen and in §1.1 order already: no copy then
+  // (deepFreeze stops at a frozen record too, so both branches freeze the same)
+  return isOrderedEnvelope(record) ? record as unknown as Event : orderEnvelope(deepFreeze(record))
+}
+
+const isEvent = (checked: Event | ValidationError): checked is Event => !("_tag" in checked)
+
+/**
+ * The seed pipeline (SPEC §3.2) for every record, in order: `checkSeedRecord`, then surface plan
+ * and apply, pre-commit validators. Returns the frozen events (keys in §1.1 order) and their tracker.
  */
 export const validateSeed = (
   seed: unknown,
@@ -47,42 +85,15 @@ export const validateSeed = (
       return yield* new InvalidEnvelope({ rule: "B1", field: "", detail: "a seed must be an array of event records" })
     }
     const validators = options.validators ?? []
+    const coldRead = options.coldRead === true
     const events: Array<Event> = options.continueFrom?.events ?? []
     const tracker = options.continueFrom?.tracker ?? new SurfaceTracker(events)
     const base = events.length
     const length = seed.length
     for (let k = 0; k < length; k++) {
       const i = base + k
-      const raw: unknown = seed[k]
-      let record: Rec
-      if (options.coldRead === true && isRecord(raw)) {
-        record = raw
-      } else {
-        const kind = checkRecordKind(raw, i)
-        if (kind !== undefined) return yield* kind
-        const walked = walkJson(raw)
-        if (walked._tag === "Fail") return yield* notLossless(walked.rule, i, walked.path, walked.detail)
-        record = walked.value as Rec
-      }
-      const env = checkEnvelope(record, i)
-      if (env !== undefined) return yield* env
-      const type = record.type as string
-      const legacy = checkLegacy(type, record.data, i)
-      if (legacy !== undefined) return yield* legacy
-      const shape = checkTypeShape(type, record.data, i)
-      if (shape !== undefined) return yield* shape
-      if (record.seq !== i) {
-        return yield* new SeqNotContiguous({
-          rule: "C1",
-          seq: i,
-          expected: i,
-          actual: record.seq,
-          detail: `seed record ${i} has seq ${String(record.seq)}`
-        })
-      }
-      // records of a cold read are usually frozen and in §1.1 order already: no copy then
-      // (deepFreeze stops at a frozen record too, so both branches freeze the same)
-      const event = isOrderedEnvelope(record) ? record as unknown as Event : orderEnvelope(deepFreeze(record))
+      const event = checkSeedRecord(seed[k], i, coldRead)
+      if (!isEvent(event)) return yield* event
       const plan = tracker.plan(event, i)
       if (!isPlan(plan)) return yield* plan
       for (const v of validators) yield* v.check(event, { logLength: i })
@@ -92,6 +103,46 @@ export const validateSeed = (
     }
     return { events, tracker }
   })
+
+/**
+ * The seed pipeline of a cold read fed one chunk at a time (a streamed `verify`, `show`, `export`,
+ * `import`), without validators: it keeps the surface and, of the events on it, only the
+ * `tool/result`s a rewrite is checked against (G2, G3), never the log. The first rejection is
+ * kept in `error`; later chunks are ignored.
+ */
+export class SeedCursor {
+  /** The surface nodes so far. */
+  readonly nodes: Array<number> = []
+  /** How many events were accepted. */
+  count = 0
+  error: SeedError | undefined
+  private readonly toolResults = new Map<number, Event>()
+  private readonly eventAt = (seq: number): Event | undefined => this.toolResults.get(seq)
+
+  /** Check the next records; the accepted events (or none after a rejection). */
+  push(records: ReadonlyArray<unknown>): ReadonlyArray<Event> {
+    const accepted: Array<Event> = []
+    for (let k = 0; k < records.length && this.error === undefined; k++) {
+      const i = this.count
+      const event = checkSeedRecord(records[k], i, true)
+      if (!isEvent(event)) {
+        this.error = event
+        break
+      }
+      const plan = planSurface(this.nodes, event, i, this.eventAt)
+      if (!isPlan(plan)) {
+        this.error = plan
+        break
+      }
+      if (plan._tag === "Replace") for (const seq of plan.shadowed) this.toolResults.delete(seq)
+      if (plan._tag !== "None" && event.type === "tool/result") this.toolResults.set(i, event)
+      applyPlan(this.nodes, plan, i)
+      accepted.push(event)
+      this.count++
+    }
+    return accepted
+  }
+}
 
 /** L9: a validation failure of stored events is corruption wrapping its cause (K10 stays unwrapped). */
 export const wrapL9 = (sessionId: string) => <E extends SeedError>(e: E): StoreCorrupt | LegacyFormRefused => {

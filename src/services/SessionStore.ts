@@ -55,6 +55,21 @@ export interface LoadResult {
   readonly revision: string
 }
 
+/**
+ * The receiver of a streamed cold read (`loadEach`): the header once it is read, then the
+ * committed events in seq order, a chunk at a time. A failure of either stops the read.
+ */
+export interface EventSink<E = never, R = never> {
+  readonly onHeader?: (header: SessionHeader, storedVersion: number) => Effect.Effect<void, E, R>
+  readonly onEvents: (events: ReadonlyArray<unknown>) => Effect.Effect<void, E, R>
+}
+
+/** What a streamed cold read reports once every event was handed over: a `LoadResult` without the events. */
+export interface LoadSummary extends Omit<LoadResult, "events"> {
+  /** How many events were handed over (the committed prefix: a torn tail is not counted). */
+  readonly count: number
+}
+
 /** Errors of `create`. */
 export type CreateError = SessionHeaderInvalid | SessionExists | StoreFailure
 
@@ -98,6 +113,13 @@ export interface SessionStoreShape {
   ) => Effect.Effect<void, StoreAppendError>
   /** Cold read of header, framing-valid events and torn tail. */
   readonly load: (id: string) => Effect.Effect<LoadResult, LoadError>
+  /**
+   * A streamed cold read (never mutates, L8): what `load` reads, but the framing-valid events are
+   * handed to `sink` in chunks as they are read and not kept, so memory stays bounded by a chunk
+   * (SPEC §12: `verify`, `show`, `export` of any length). Events handed over before a failure
+   * are not committed ones: the failure is the outcome.
+   */
+  readonly loadEach: <E, R>(id: string, sink: EventSink<E, R>) => Effect.Effect<LoadSummary, LoadError | E, R>
   /** Events with `seq >= fromSeq` through the read pipeline, without repair (L10 for a bad fromSeq). */
   readonly readFrom: (id: string, fromSeq: number) => Effect.Effect<ReadonlyArray<unknown>, ReadError | SeqNotContiguous>
   /** Headers of materialised sessions sorted by (createdAt, id). */
@@ -189,6 +211,21 @@ export const readPipeline = (
     return { header, events, upgraded: version === 0 }
   })
 
+
+/** How many events a streamed read hands over at a time when the backend has no pages of its own. */
+export const LOAD_EACH_CHUNK = 1_024
+
+/** `loadEach` on top of `load` (a backend that holds its log in memory anyway). */
+export const loadEachFromLoad = (
+  load: (id: string) => Effect.Effect<LoadResult, LoadError>
+) =>
+<E, R>(id: string, sink: EventSink<E, R>): Effect.Effect<LoadSummary, LoadError | E, R> =>
+  Effect.gen(function*() {
+    const { events, ...rest } = yield* load(id)
+    if (sink.onHeader !== undefined) yield* sink.onHeader(rest.header, rest.storedVersion)
+    for (let i = 0; i < events.length; i += LOAD_EACH_CHUNK) yield* sink.onEvents(events.slice(i, i + LOAD_EACH_CHUNK))
+    return { ...rest, count: events.length }
+  })
 
 /** L10: `readFrom` needs a non-negative integer `fromSeq`. */
 export const checkFromSeq = (fromSeq: number): SeqNotContiguous | undefined =>

@@ -302,7 +302,7 @@ describePg("PostgresStore", () => {
       assert.deepStrictEqual(column, { ignorable: true, data: "{\"i\":0}" })
     }))
 
-  it.scoped("§7.6 NUL in a TEXT column (event type, header field) is refused before writing; inside JSON it round-trips", () =>
+  it.scoped("§7.6 S11 NUL in a TEXT column (event type, header field) is refused before writing; inside JSON it round-trips", () =>
     Effect.gen(function*() {
       const url = yield* freshUrl
       const store = yield* seeded(url, "s", 1)
@@ -310,8 +310,10 @@ describePg("PostgresStore", () => {
         store.append("s", [{ ...ev(1), type: "x/\u0000" } as unknown as Event], { expectedSeq: 1 })
       )
       assert.strictEqual(badType._tag, "StoreFailure")
+      assert.strictEqual((badType as { rule?: string }).rule, "S11")
       const badId = yield* Effect.flip(store.create(header("id\u0000")))
       assert.strictEqual(badId._tag, "StoreFailure")
+      assert.strictEqual((badId as { rule?: string }).rule, "S11")
       yield* store.append("s", [ev(1, { "\u0000": "\u0000" })], { expectedSeq: 1 })
       assert.deepStrictEqual(lines((yield* store.load("s")).events), lines([ev(0), ev(1, { "\u0000": "\u0000" })]))
     }))

@@ -416,7 +416,7 @@ describe("SqliteStore", () => {
       assert.strictEqual((yield* withRaw(file, (db) => db.prepare("SELECT count(*) AS n FROM events").get()))?.n, 8)
     }).pipe(Effect.provide(NodeContext.layer)))
 
-  it.scoped("lone surrogates: verbatim inside JSON columns, refused (not mangled) in TEXT columns", () =>
+  it.scoped("S11 lone surrogates: verbatim inside JSON columns, refused (not mangled) in TEXT columns", () =>
     Effect.gen(function*() {
       const file = yield* tempFile()
       const store = yield* storeOn(file)
@@ -426,8 +426,10 @@ describe("SqliteStore", () => {
       assert.deepStrictEqual(encoded((yield* store.load("surrogates")).events), encoded(events))
       const badType = yield* Effect.flip(store.append("surrogates", [ev(1, "x/\ud800", null, { ignorable: true })], { expectedSeq: 1 }))
       assert.strictEqual(badType._tag, "StoreFailure")
+      assert.strictEqual((badType as { rule?: string }).rule, "S11")
       const badId = yield* Effect.flip(store.create(header("id\udc00")))
       assert.strictEqual(badId._tag, "StoreFailure")
+      assert.strictEqual((badId as { rule?: string }).rule, "S11")
       assert.strictEqual((yield* store.load("surrogates")).events.length, 1)
     }).pipe(Effect.provide(NodeContext.layer)))
 

@@ -419,6 +419,18 @@ export const storeContract = (
           assert.strictEqual(loaded.tornTail, undefined)
           assert.strictEqual(loaded.storedVersion, 1)
           assert.deepStrictEqual(linesOf(yield* store.readFrom(id, 0)), expected)
+          // §7.1 the streamed read hands over the same events, in order, and reports what load does
+          const chunks: Array<ReadonlyArray<unknown>> = []
+          const headers: Array<unknown> = []
+          const summary = yield* store.loadEach(id, {
+            onHeader: (h, version) => Effect.sync(() => void headers.push([headerLine(h), version])),
+            onEvents: (events) => Effect.sync(() => void chunks.push(events))
+          })
+          assert.deepStrictEqual(linesOf(chunks.flat()), expected)
+          assert.isTrue(chunks.every((c) => c.length > 0), "no empty chunk is handed over")
+          assert.deepStrictEqual(headers, [[headerLine(loaded.header), 1]])
+          const { events: _, ...rest } = loaded
+          assert.deepStrictEqual({ ...summary, header: headerLine(summary.header) }, { ...rest, header: headerLine(rest.header), count: log.length })
           if (log.length > 0) {
             const from = Math.floor(log.length / 2)
             assert.deepStrictEqual(linesOf(yield* store.readFrom(id, from)), expected.slice(from))
@@ -458,6 +470,9 @@ export const storeContract = (
         assert.deepStrictEqual(loaded.events, [])
         assert.strictEqual(loaded.tornTail, undefined)
         assert.deepStrictEqual(yield* store.readFrom(id, 0), [])
+        const streamed = yield* store.loadEach(id, { onEvents: () => Effect.dieMessage("a registered session has no events") })
+        assert.strictEqual(streamed.count, 0)
+        assert.strictEqual(headerLine(streamed.header), headerLine(header))
       }).pipe(fresh))
 
     it.scoped("§7.1 the first append materialises header and batch; list shows materialised sessions only", () =>
@@ -656,6 +671,22 @@ export const storeContract = (
         assert.deepStrictEqual(yield* store.readFrom(id, 1_000), [])
         assert.deepStrictEqual(linesOf(yield* store.readFrom(id, 1)), pluginEvents(0, 4).slice(1).map(encodeEvent))
         assert.deepStrictEqual(linesOf(yield* store.readFrom(id, 3)), [encodeEvent(pluginEvents(0, 4)[3])])
+      }).pipe(fresh))
+
+    it.scoped("§7.1 a streamed read stops at the first failure of its sink, and changes nothing", () =>
+      Effect.gen(function*() {
+        const store = yield* SessionStore
+        const id = uniqueIds("sinkfail")
+        yield* store.create(headerFor(id))
+        yield* store.append(id, pluginEvents(0, 3), { expectedSeq: 0 })
+        const before = yield* store.load(id)
+        const failed = yield* Effect.flip(store.loadEach(id, { onEvents: () => Effect.fail("stop" as const) }))
+        assert.strictEqual(failed, "stop")
+        const after = yield* store.load(id)
+        assert.strictEqual(after.revision, before.revision)
+        assert.deepStrictEqual(linesOf(after.events), linesOf(before.events))
+        const missing = yield* Effect.flip(store.loadEach(uniqueIds("none"), { onEvents: () => Effect.void }))
+        assert.strictEqual(missing._tag, "SessionNotFound")
       }).pipe(fresh))
 
     it.scoped("L11 append, load and readFrom of an id neither stored nor registered are SessionNotFound", () =>

@@ -56,30 +56,32 @@ export const checkTail = (tail: number | undefined): UsageError | undefined =>
 
 const turnOf = (e: Event): unknown => (isRecord(e.data) ? e.data.turn : undefined)
 
-/** The seqs from the `turn/start` of `turn` through its `turn/end` (or the end of the log). */
-const turnSeqs = (events: ReadonlyArray<Event>, turn: number): ReadonlySet<number> => {
-  const seqs = new Set<number>()
-  let inside = false
-  for (const e of events) {
-    if (e.type === "turn/start") inside = turnOf(e) === turn
-    if (inside) seqs.add(e.seq)
-    if (e.type === "turn/end" && turnOf(e) === turn) inside = false
-  }
-  return seqs
-}
-
 /** Whether a filter keeps anything out (so an empty result is the filter's doing). */
 export const isFiltering = (f: EventFilter): boolean =>
   f.types !== undefined || f.turn !== undefined || f.from !== undefined || f.to !== undefined || f.tail !== undefined
 
+/**
+ * The filter without `--tail` as a predicate over events in log order (it follows turns, so use
+ * a fresh one per pass over a log).
+ */
+export const eventMatcher = (f: EventFilter): (e: Event) => boolean => {
+  let inside = false
+  return (e) => {
+    let inTurn = true
+    if (f.turn !== undefined) {
+      if (e.type === "turn/start") inside = turnOf(e) === f.turn
+      inTurn = inside
+      if (e.type === "turn/end" && turnOf(e) === f.turn) inside = false
+    }
+    return inTurn &&
+      (f.types === undefined || typeMatches(f.types, e.type)) &&
+      (f.from === undefined || e.seq >= f.from) &&
+      (f.to === undefined || e.seq <= f.to)
+  }
+}
+
 /** The events a filter keeps, in log order. */
 export const filterEvents = (events: ReadonlyArray<Event>, f: EventFilter): ReadonlyArray<Event> => {
-  const inTurn = f.turn === undefined ? undefined : turnSeqs(events, f.turn)
-  const kept = events.filter((e) =>
-    (f.types === undefined || typeMatches(f.types, e.type)) &&
-    (inTurn === undefined || inTurn.has(e.seq)) &&
-    (f.from === undefined || e.seq >= f.from) &&
-    (f.to === undefined || e.seq <= f.to)
-  )
+  const kept = events.filter(eventMatcher(f))
   return f.tail === undefined ? kept : kept.slice(Math.max(0, kept.length - f.tail))
 }

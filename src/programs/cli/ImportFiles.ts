@@ -1,43 +1,94 @@
 /**
  * `session-log import` as one unit (SPEC §12): every file is read through the read pipeline,
  * validated as a seed and pre-checked, and every id registered with the store (an id already
- * stored or given twice is `SessionExists`) before the first write. A store that did not exist is
- * removed again when a write fails; in an existing store, a write failing after others is
- * `ImportIncomplete`, naming the files already imported.
+ * stored or given twice is `SessionExists`) before the first write. Reads are streamed (twice:
+ * to check, then to write), so memory stays bounded by a batch whatever the files' length. A
+ * store that did not exist is removed again when a write fails; in an existing store, a write
+ * failing after others is `ImportIncomplete`, naming the files already imported (a session
+ * longer than one batch that fails part-way keeps the batches written before the failure).
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
-import { ImportIncomplete } from "../../schema/Errors.js"
+import { ImportIncomplete, type InvalidEnvelope, type NotASessionFile } from "../../schema/Errors.js"
 import { DEFAULT_MAX_EVENT_BYTES } from "../../schema/Format.js"
 import type { SessionHeader } from "../../schema/SessionHeader.js"
-import { validateSeed } from "../../services/Seed.js"
 import { type PreparedEvent, prepareValidated } from "../../services/PrepareEvent.js"
-import { readPipeline, type SessionStoreShape } from "../../services/SessionStore.js"
-import { readSessionFile, type StoreSpec } from "./Target.js"
+import { readEach } from "../../services/ReadEach.js"
+import type { LoadError, ReadError, SessionStoreShape } from "../../services/SessionStore.js"
+import { readSessionFile, readSessionFileEach, type StoreSpec } from "./Target.js"
 
 /** One validated file, ready to be written. */
 export interface ImportItem {
   readonly file: string
   readonly header: SessionHeader
-  readonly events: ReadonlyArray<PreparedEvent>
+  /** How many events it holds. */
+  readonly events: number
+  /** Read it again, validated and prepared, chunk by chunk. */
+  readonly each: <E>(
+    onEvents: (events: ReadonlyArray<PreparedEvent>) => Effect.Effect<void, E>
+  ) => Effect.Effect<unknown, ReadError | NotASessionFile | InvalidEnvelope | E>
 }
 
-/** Read, upgrade, validate and pre-check every file; the first rejection stops before any write. */
+/**
+ * A session of up to this many events (and `IMPORT_BATCH_BYTES`) is written by one atomic append;
+ * a longer one in appends of that size, so memory stays bounded whatever its length.
+ */
+export const IMPORT_BATCH_EVENTS = 4_096
+export const IMPORT_BATCH_BYTES = 4 * 1024 * 1024
+
+/**
+ * Read, upgrade, validate and pre-check every file by a streamed read (memory bounded by a
+ * chunk); the first rejection stops before any write.
+ */
 export const readImportFiles = (
   files: ReadonlyArray<string>,
   onReject: (file: string) => Effect.Effect<void> = () => Effect.void
 ) =>
   Effect.forEach(files, (file) =>
     Effect.gen(function*() {
-      const { events: raw, header } = yield* readPipeline(yield* readSessionFile(file))
-      const valid = yield* validateSeed(raw, { coldRead: true })
-      // the store's own batch checks (B10 size cap), so the append cannot refuse the batch later
-      const events = prepareValidated(valid.events, DEFAULT_MAX_EVENT_BYTES)
-      if ("_tag" in events) return yield* events
-      return { file, header, events } satisfies ImportItem
+      const fs = yield* FileSystem.FileSystem
+      const each = <E>(onEvents: (events: ReadonlyArray<PreparedEvent>) => Effect.Effect<void, E>) =>
+        readEach<InvalidEnvelope | E, never, LoadError | NotASessionFile, FileSystem.FileSystem>(
+          (sink) => readSessionFileEach(file, sink),
+          readSessionFile(file),
+          (events) => {
+            // the store's own batch checks (B10 size cap), so the append cannot refuse the batch later
+            const prepared = prepareValidated(events, DEFAULT_MAX_EVENT_BYTES)
+            return "_tag" in prepared ? Effect.fail(prepared) : onEvents(prepared)
+          }
+        ).pipe(Effect.provideService(FileSystem.FileSystem, fs))
+      const { count, header } = yield* each(() => Effect.void)
+      return { file, header, events: count, each } satisfies ImportItem
     }).pipe(Effect.tapError(() => onReject(file))))
+
+/** Append a file's prepared events to its registered session, in batches from seq 0. */
+const writeItem = (store: SessionStoreShape, item: ImportItem) =>
+  Effect.gen(function*() {
+    let pending: Array<PreparedEvent> = []
+    let pendingBytes = 0
+    let expectedSeq = 0
+    const flush = Effect.suspend(() => {
+      const batch = pending
+      pending = []
+      pendingBytes = 0
+      if (batch.length === 0) return Effect.void
+      const at = expectedSeq
+      expectedSeq += batch.length
+      return store.append(item.header.id, batch, { expectedSeq: at })
+    })
+    yield* item.each((events) =>
+      Effect.suspend(() => {
+        for (const e of events) {
+          pending.push(e)
+          pendingBytes += e.line.length
+        }
+        return pending.length >= IMPORT_BATCH_EVENTS || pendingBytes >= IMPORT_BATCH_BYTES ? flush : Effect.void
+      })
+    )
+    yield* flush
+  })
 
 /** What opening the store at `spec` would create: nothing when its location exists already. */
 const freshPaths = (spec: StoreSpec) =>
@@ -92,12 +143,12 @@ export const importItems = <E>(
       }
       for (const item of items) {
         current = item.file
-        yield* store.append(item.header.id, item.events, { expectedSeq: 0 })
+        yield* writeItem(store, item)
         imported.push(item.file)
         yield* onImported(imported.length)
       }
     })).pipe(Effect.either)
-    if (written._tag === "Right") return { sessions: items.length, events: items.reduce((n, i) => n + i.events.length, 0) }
+    if (written._tag === "Right") return { sessions: items.length, events: items.reduce((n, i) => n + i.events, 0) }
     const error = written.left
     if (fresh.length > 0) {
       // the store was created by this run (its scope is closed now): remove it again

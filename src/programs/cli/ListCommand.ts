@@ -1,15 +1,15 @@
 /**
  * `session-log list` (DESIGN.md §6): the sessions of a store, each with its header, its event
  * count and what people look for next (last activity, message count, first-message preview, the
- * parent of a fork), all derived from a cold read of the stored log. Never writes.
+ * parent of a fork), all derived from a streamed cold read of the stored log. Never writes.
  */
 import * as Command from "@effect/cli/Command"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import type { Message } from "../../schema/Messages.js"
 import type { SessionHeader } from "../../schema/SessionHeader.js"
-import { isRecord } from "../../schema/Validation.js"
-import { type LoadResult, readPipeline } from "../../services/SessionStore.js"
+import { checkVocabulary, isRecord } from "../../schema/Validation.js"
+import { readPipeline, type SessionStoreShape } from "../../services/SessionStore.js"
 import { json, resolveSpec, runCommand, store } from "./CommandSupport.js"
 import { clip, dim, formatTime, printJson, table } from "./Output.js"
 import { textOf } from "./Render.js"
@@ -30,15 +30,20 @@ interface Activity {
 
 const UNKNOWN: Activity = { lastActivity: null, messages: null, preview: null }
 
-/** Activity of a loaded log, read through the read pipeline (a v0 log upgraded in memory). */
-const activityOf = (header: SessionHeader, loaded: LoadResult): Effect.Effect<Activity> =>
-  readPipeline(loaded).pipe(
-    Effect.map(({ events }) => {
-      let last = header.createdAt
-      let messages = 0
-      let preview: string | null = null
+/** What `list` gathers from the events of a log, in order. */
+const activityFold = (header: SessionHeader) => {
+  let last = header.createdAt
+  let messages = 0
+  let preview: string | null = null
+  let unknownType = false
+  let seen = 0
+  return {
+    add: (events: ReadonlyArray<unknown>) => {
       for (const e of events) {
+        const at = seen++
         if (!isRecord(e)) continue
+        // K7: a log the read pipeline refuses has no activity to show
+        if (typeof e.type === "string" && checkVocabulary(e.type, e.ignorable, at, "K7") !== undefined) unknownType = true
         if (typeof e.time === "number" && e.time > last) last = e.time
         if (e.surfaceOp !== "append") continue
         messages++
@@ -46,10 +51,33 @@ const activityOf = (header: SessionHeader, loaded: LoadResult): Effect.Effect<Ac
           preview = clip(textOf(e.data as unknown as Message), PREVIEW_CHARS)
         }
       }
-      return { lastActivity: last, messages, preview }
-    }),
-    Effect.orElseSucceed(() => UNKNOWN)
-  )
+    },
+    result: (): Activity => unknownType ? UNKNOWN : { lastActivity: last, messages, preview }
+  }
+}
+
+/**
+ * A session's row: its event count and activity from a streamed read (memory bounded by a chunk,
+ * whatever the log's length); a version-0 log is read whole and upgraded in memory first.
+ */
+const sessionRow = (s: SessionStoreShape, h: SessionHeader) =>
+  Effect.gen(function*() {
+    const fold = activityFold(h)
+    let legacy = false
+    const summary = yield* s.loadEach(h.id, {
+      onHeader: (_, version) => Effect.sync(() => void (legacy = version === 0)),
+      onEvents: (events) => Effect.sync(() => legacy || fold.add(events))
+    })
+    if (legacy) {
+      const upgraded = yield* Effect.either(readPipeline(yield* s.load(h.id)))
+      if (upgraded._tag === "Left") return { ...h, events: summary.count as number | null, ...UNKNOWN }
+      const v1 = activityFold(h)
+      v1.add(upgraded.right.events)
+      return { ...h, events: summary.count as number | null, ...v1.result() }
+    }
+    const version = yield* Effect.either(readPipeline({ ...summary, events: [] }))
+    return { ...h, events: summary.count as number | null, ...(version._tag === "Left" ? UNKNOWN : fold.result()) }
+  }).pipe(Effect.orElseSucceed(() => ({ ...h, events: null, ...UNKNOWN })))
 
 /** `list`. */
 export const listCommand = Command.make("list", { json, store }, (o) =>
@@ -58,13 +86,9 @@ export const listCommand = Command.make("list", { json, store }, (o) =>
     Effect.gen(function*() {
       const spec = yield* resolveSpec(o.store)
       // a store that does not exist is not found (exit 2), never "no sessions", and is not created
-      const s = yield* openExistingStore(spec)
+      const s = yield* openExistingStore(spec, { readOnly: true })
       const headers = yield* s.list()
-      return yield* Effect.forEach(headers, (h) =>
-        s.load(h.id).pipe(
-          Effect.flatMap((l) => Effect.map(activityOf(h, l), (a) => ({ ...h, events: l.events.length as number | null, ...a }))),
-          Effect.orElseSucceed(() => ({ ...h, events: null, ...UNKNOWN }))
-        ))
+      return yield* Effect.forEach(headers, (h) => sessionRow(s, h))
     }),
     (rows) =>
       o.json ? printJson(rows) : Console.log(

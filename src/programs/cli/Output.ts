@@ -71,12 +71,28 @@ export const printJson = (value: unknown): Effect.Effect<void> => Console.log(en
 
 /** Render rows as an aligned table under a header row. */
 export const table = (headers: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>): string => {
-  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => visibleLength(r[i] ?? ""))))
-  const line = (cells: ReadonlyArray<string>) =>
-    cells.map((c, i) => (i === cells.length - 1 ? c : c + " ".repeat(widths[i] - visibleLength(c)))).join("  ")
-      .trimEnd()
-  return [bold(line(headers)), ...rows.map(line)].join("\n")
+  const widths = columnWidths(headers)
+  for (const r of rows) widen(widths, r)
+  const out = [tableHeader(widths, headers)]
+  for (const r of rows) out.push(tableLine(widths, r))
+  return out.join("\n")
 }
+
+/** The column widths of a table so far: its headers' (a table printed in pieces widens them row by row). */
+export const columnWidths = (headers: ReadonlyArray<string>): Array<number> => headers.map(visibleLength)
+
+/** Widen the columns to fit a row. */
+export const widen = (widths: Array<number>, cells: ReadonlyArray<string>): void => {
+  for (let i = 0; i < widths.length; i++) widths[i] = Math.max(widths[i], visibleLength(cells[i] ?? ""))
+}
+
+/** One table row padded to the widths. */
+export const tableLine = (widths: ReadonlyArray<number>, cells: ReadonlyArray<string>): string =>
+  cells.map((c, i) => (i === cells.length - 1 ? c : c + " ".repeat(widths[i] - visibleLength(c)))).join("  ").trimEnd()
+
+/** The header row of a table. */
+export const tableHeader = (widths: ReadonlyArray<number>, headers: ReadonlyArray<string>): string =>
+  bold(tableLine(widths, headers))
 
 const visibleLength = (s: string): number => stripAnsi(s).length
 

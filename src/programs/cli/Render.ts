@@ -58,12 +58,14 @@ export const summary = (e: Event): string => {
   }
 }
 
+/** The columns of an event table. */
+export const EVENT_COLUMNS: ReadonlyArray<string> = ["SEQ", "TIME", "TYPE", "SURFACE", "SUMMARY"]
+
+/** An event's row of an event table. */
+export const eventRow = (e: Event): ReadonlyArray<string> => [String(e.seq), formatTime(e.time), e.type, surfaceLabel(e), clip(summary(e))]
+
 /** Events as a table: seq, time, type, surface marker, summary. */
-export const eventTable = (events: ReadonlyArray<Event>): string =>
-  table(
-    ["SEQ", "TIME", "TYPE", "SURFACE", "SUMMARY"],
-    events.map((e) => [String(e.seq), formatTime(e.time), e.type, surfaceLabel(e), clip(summary(e))])
-  )
+export const eventTable = (events: ReadonlyArray<Event>): string => table(EVENT_COLUMNS, events.map(eventRow))
 
 /** Append-origin events as a transcript table: seq, type, content. */
 export const transcriptTable = (events: ReadonlyArray<Event>): string =>

@@ -14,11 +14,11 @@ import { NotASessionFile, SessionNotFound, StoreCorrupt, StoreFailure, type Stor
 import { DEFAULT_MAX_LINE_BYTES } from "../../schema/Format.js"
 import type { SessionHeader } from "../../schema/SessionHeader.js"
 import type { NamedFile } from "../../layers/JsonlFiles.js"
-import { scanFile } from "../../layers/JsonlReader.js"
+import { readJsonlFileEach, scanFile } from "../../layers/JsonlReader.js"
 import { makeJsonlStore, readJsonlFile } from "../../layers/JsonlStore.js"
 import { displayLocation, hasSchema, makePostgresStore } from "../../layers/PostgresStore.js"
 import { makeSqliteStore } from "../../layers/SqliteStore.js"
-import type { LoadError, LoadResult, SessionStoreShape } from "../../services/SessionStore.js"
+import type { EventSink, LoadError, LoadResult, LoadSummary, SessionStoreShape } from "../../services/SessionStore.js"
 
 /**
  * A usage problem: bad arguments (also those @effect/cli rejects), an unknown store scheme, a
@@ -67,10 +67,13 @@ export const parseStoreSpec = (value: string): StoreSpec | UsageError => {
 /**
  * Open the store of a spec. `mustExist` refuses to create a missing SQLite file or JSONL root, and
  * finds no store in a PostgreSQL database without the session-log schema (writing none into it).
+ * `readOnly` (the reading commands, SPEC §12): a SQLite file is opened read-only (nothing created,
+ * locked by a file or modified; it works on read-only media and beside a writer's transaction);
+ * JSONL reads take no lock and create no file anyway.
  */
 export const openStore = (
   spec: StoreSpec,
-  options: { readonly mustExist: boolean }
+  options: { readonly mustExist: boolean; readonly readOnly?: boolean }
 ) =>
   Effect.gen(function*() {
     if (spec.kind === "postgres") {
@@ -85,9 +88,14 @@ export const openStore = (
       return { store: undefined, location }
     }
     yield* checkStoreLocation(spec, options)
-    const store: SessionStoreShape = spec.kind === "sqlite"
-      ? yield* makeSqliteStore({ filename: spec.filename })
-      : yield* makeJsonlStore({ root: spec.root, ...(spec.file === undefined ? {} : { file: spec.file }) })
+    if (spec.kind === "sqlite") {
+      const opened = yield* Effect.either(makeSqliteStore({ filename: spec.filename, readOnly: options.readOnly === true }))
+      if (opened._tag === "Right") return { store: opened.right as SessionStoreShape | undefined, location }
+      // a read-only open of a pristine database (S4) finds no store there and creates none
+      if (options.mustExist && opened.left._tag === "StoreFailure" && opened.left.rule === "S4") return { store: undefined, location }
+      return yield* opened.left
+    }
+    const store: SessionStoreShape = yield* makeJsonlStore({ root: spec.root, ...(spec.file === undefined ? {} : { file: spec.file }) })
     return { store, location }
   })
 
@@ -95,10 +103,13 @@ export const openStore = (
 export const storeNotFound = (store: string): UsageError =>
   new UsageError({ detail: `no store at ${/^postgres(ql)?:\/\//.test(store) ? displayLocation(store) : store}: not found (nothing was created)` })
 
-/** Open a store that must exist: a missing SQLite file or JSONL root is `storeNotFound` (exit 2). */
-export const openExistingStore = (spec: StoreSpec) =>
+/**
+ * Open a store that must exist: a missing SQLite file or JSONL root is `storeNotFound` (exit 2).
+ * `readOnly` as in `openStore`.
+ */
+export const openExistingStore = (spec: StoreSpec, options: { readonly readOnly?: boolean } = {}) =>
   Effect.flatMap(
-    openStore(spec, { mustExist: true }),
+    openStore(spec, { mustExist: true, ...options }),
     ({ store: s }) =>
       s === undefined
         ? Effect.fail(storeNotFound(spec.kind === "sqlite" ? spec.filename : spec.kind === "postgres" ? spec.url : `jsonl:${spec.root}`))
@@ -139,11 +150,43 @@ export const loadSource = (
 > =>
   Effect.gen(function*() {
     if (source.kind === "file") return yield* readSessionFile(source.path)
-    const { store } = yield* openStore(source.spec, { mustExist: true })
+    const { store } = yield* openStore(source.spec, { mustExist: true, readOnly: true })
     if (store === undefined) {
       return yield* new SessionNotFound({ rule: "L11", sessionId: source.id, detail: "the store does not exist" })
     }
     return yield* store.load(source.id)
+  })
+
+/**
+ * A streamed read of a session source (never writes): `read` hands the events to a sink chunk by
+ * chunk (`SessionStore.loadEach`), `reload` reads the whole log (the version-0 edge needs it).
+ */
+export interface SourceReader {
+  readonly read: <E, R>(
+    sink: EventSink<E, R>
+  ) => Effect.Effect<LoadSummary, LoadError | NotASessionFile | E, R | FileSystem.FileSystem>
+  readonly reload: Effect.Effect<LoadResult, LoadError | NotASessionFile, FileSystem.FileSystem>
+}
+
+/** Open what a session source needs for streamed reads (a store must exist; nothing is created). */
+export const sourceReader = (
+  source: SessionSource
+): Effect.Effect<
+  SourceReader,
+  SessionNotFound | UsageError | StoreSchemaMismatch | StoreFailure | StoreCorrupt,
+  FileSystem.FileSystem | Path.Path | Scope.Scope
+> =>
+  Effect.gen(function*() {
+    if (source.kind === "file") {
+      const path = source.path
+      return { read: (sink) => readSessionFileEach(path, sink), reload: readSessionFile(path) }
+    }
+    const { store } = yield* openStore(source.spec, { mustExist: true, readOnly: true })
+    if (store === undefined) {
+      return yield* new SessionNotFound({ rule: "L11", sessionId: source.id, detail: "the store does not exist" })
+    }
+    const id = source.id
+    return { read: (sink) => store.loadEach(id, sink), reload: store.load(id) }
   })
 
 // --- a `.jsonl` path ------------------------------------------------------------------------
@@ -201,6 +244,13 @@ const classifyReadError = (path: string) => <E>(e: E): E | NotASessionFile => {
  */
 export const readSessionFile = (path: string): Effect.Effect<LoadResult, LoadError | NotASessionFile, FileSystem.FileSystem> =>
   Effect.zipRight(checkFile(path), Effect.mapError(readJsonlFile(path), classifyReadError(path)))
+
+/** `readSessionFile` streamed: the events are handed to `sink` as they are read (`SessionStore.loadEach`). */
+export const readSessionFileEach = <E, R>(
+  path: string,
+  sink: EventSink<E, R>
+): Effect.Effect<LoadSummary, LoadError | NotASessionFile | E, R | FileSystem.FileSystem> =>
+  Effect.zipRight(checkFile(path), Effect.mapError(readJsonlFileEach(path, sink), classifyReadError(path)))
 
 /** The header of a named `.jsonl` file (its first line only), with the refusals of `readSessionFile`. */
 export const readSessionFileHeader = (

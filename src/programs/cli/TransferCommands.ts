@@ -12,15 +12,18 @@ import * as Path from "@effect/platform/Path"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import { OutputExists, StoreFailure } from "../../schema/Errors.js"
+import { type NotASessionFile, OutputExists, StoreFailure } from "../../schema/Errors.js"
 import { encodeSessionId } from "../../schema/SessionIdEncoding.js"
-import { toJsonlText } from "../../layers/JsonlStore.js"
-import { validateSeed } from "../../services/Seed.js"
-import { readPipeline } from "../../services/SessionStore.js"
-import { file, inspectSource, json, resolve, resolveSpec, runCommand, session, store, storedEvents } from "./CommandSupport.js"
+import { encodeEvent } from "../../schema/EventCodec.js"
+import type { Event } from "../../schema/Events.js"
+import type { SessionHeader } from "../../schema/SessionHeader.js"
+import { headerLine } from "../../layers/JsonlFormat.js"
+import { readEach, type ReadEachResult } from "../../services/ReadEach.js"
+import type { ReadError } from "../../services/SessionStore.js"
+import { file, json, resolve, resolveSpec, runCommand, session, store } from "./CommandSupport.js"
 import { importItems, readImportFiles } from "./ImportFiles.js"
 import { green, printJson, progress, red } from "./Output.js"
-import { checkOutputPath, openStore, storeNotFound, UsageError } from "./Target.js"
+import { checkOutputPath, openStore, sourceReader, type SourceReader, storeNotFound, UsageError } from "./Target.js"
 
 // --- export ---------------------------------------------------------------------------------
 
@@ -34,13 +37,67 @@ const force = Options.boolean("force").pipe(Options.withDescription("overwrite e
 
 const isAlreadyExists = (e: PlatformError): boolean => e._tag === "SystemError" && e.reason === "AlreadyExists"
 
+/** One session to export, validated by a first streamed read. */
+interface Exported {
+  readonly id: string
+  readonly header: SessionHeader
+  readonly events: number
+  /** Read it again, validated, handing on its events chunk by chunk. */
+  readonly each: <E>(
+    onEvents: (events: ReadonlyArray<Event>) => Effect.Effect<void, E>
+  ) => Effect.Effect<ReadEachResult, ReadError | NotASessionFile | E>
+}
+
+/** Validate a session by a streamed read (SPEC §12: memory bounded by a chunk); how to read it again. */
+const validated = (id: string, reader: SourceReader) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const each = <E>(onEvents: (events: ReadonlyArray<Event>) => Effect.Effect<void, E>) =>
+      readEach(reader.read, reader.reload, onEvents).pipe(Effect.provideService(FileSystem.FileSystem, fs))
+    const { count, header } = yield* each(() => Effect.void)
+    return { id, header, events: count, each } satisfies Exported
+  })
+
+/** The JSONL text of a chunk of events. */
+const linesOf = (events: ReadonlyArray<Event>): string => {
+  let text = ""
+  for (const e of events) text += encodeEvent(e) + "\n"
+  return text
+}
+
+/** Stream one session's JSONL (format version 1) to `write`. */
+const streamJsonl = <E>(session: Exported, write: (text: string) => Effect.Effect<void, E>) =>
+  Effect.zipRight(write(headerLine({ ...session.header, version: 1 })), session.each((events) => write(linesOf(events))))
+
+/**
+ * Write one export file through a temporary file beside it, published only when complete: a new
+ * file by a hard link (a file that appeared meanwhile is refused, never overwritten), an existing
+ * one (`--force`) by a rename over it. A failed write leaves the target as it was and no temporary file.
+ */
+const writeExportFile = (path: string, fresh: boolean, session: Exported) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const p = yield* Path.Path
+    const temp = p.join(p.dirname(path), `.${p.basename(path)}.export-${process.pid}.tmp`)
+    const encoder = new TextEncoder()
+    const write = Effect.scoped(Effect.gen(function*() {
+      const handle = yield* fs.open(temp, { flag: "wx", mode: 0o644 })
+      yield* streamJsonl(session, (text) => handle.writeAll(encoder.encode(text)))
+      yield* handle.sync
+    }))
+    const publish = fresh
+      ? fs.link(temp, path).pipe(Effect.catchIf(isAlreadyExists, () => new OutputExists({ paths: [path] })))
+      : fs.rename(temp, path)
+    yield* Effect.zipRight(write, publish).pipe(Effect.ensuring(fs.remove(temp).pipe(Effect.ignore)))
+  })
+
 /**
  * Write export files. Existing files are refused unless `force` (`OutputExists`, nothing written);
  * when a write fails, the files and the directory this run created are removed again.
  */
 const writeOutputs = (
   dir: string | undefined,
-  targets: ReadonlyArray<{ readonly path: string; readonly text: string }>,
+  targets: ReadonlyArray<{ readonly path: string; readonly session: Exported }>,
   force: boolean
 ) =>
   Effect.gen(function*() {
@@ -56,10 +113,7 @@ const writeOutputs = (
       if (dir !== undefined) yield* fs.makeDirectory(dir, { recursive: true })
       for (const t of targets) {
         const fresh = !existing.includes(t.path)
-        // `wx`: a file that appeared since the check is refused too, never overwritten
-        yield* fs.writeFileString(t.path, t.text, { flag: fresh ? "wx" : "w" }).pipe(
-          Effect.catchIf(isAlreadyExists, () => new OutputExists({ paths: [t.path] }))
-        )
+        yield* writeExportFile(t.path, fresh, t.session)
         if (fresh) created.push(t.path)
       }
     })
@@ -73,31 +127,26 @@ const writeOutputs = (
     )
   })
 
-interface Exported {
-  readonly id: string
-  readonly text: string
-  readonly events: number
-}
-
-/** The JSONL text of every session of a store (a whole-store export needs `--out <dir>`). */
+/** Every session of a store, validated (a whole-store export needs `--out <dir>`). */
 const exportStore = (storeOpt: string, outOpt: Option.Option<string>) =>
   Effect.gen(function*() {
     const spec = yield* resolveSpec(storeOpt)
-    const { store: s } = yield* openStore(spec, { mustExist: true })
+    const { store: s } = yield* openStore(spec, { mustExist: true, readOnly: true })
     if (s === undefined) return yield* storeNotFound(storeOpt)
     if (Option.isNone(outOpt)) return yield* new UsageError({ detail: "exporting a whole store needs --out <dir>" })
     const headers = yield* s.list()
     const bar = progress("export", headers.length)
-    const texts: Array<Exported> = []
+    const sessions: Array<Exported> = []
     for (const h of headers) {
-      const { events, header } = yield* readPipeline(yield* s.load(h.id))
-      const valid = yield* validateSeed(events, { coldRead: true })
-      texts.push({ id: h.id, text: toJsonlText(header, valid.events), events: valid.events.length })
-      yield* bar.tick(texts.length)
+      sessions.push(yield* validated(h.id, { read: (sink) => s.loadEach(h.id, sink), reload: s.load(h.id) }))
+      yield* bar.tick(sessions.length)
     }
     yield* bar.done
-    return texts
+    return sessions
   })
+
+/** Write to stdout (synchronous for files and pipes on Linux: memory stays bounded). */
+const writeStdout = (text: string) => Effect.sync(() => void process.stdout.write(text))
 
 /** `export`. */
 export const exportCommand = Command.make("export", { json, store, session, file, out, force }, (o) =>
@@ -105,33 +154,33 @@ export const exportCommand = Command.make("export", { json, store, session, file
     o.json,
     Effect.gen(function*() {
       const single = Option.isSome(o.session) || Option.isSome(o.file)
-      const texts: ReadonlyArray<Exported> = single
-        ? yield* Effect.map(Effect.flatMap(resolve(o.file, o.session, o.store), inspectSource), (r) => {
-          const events = storedEvents(r)
-          return [{ id: r.header.id, text: toJsonlText({ ...r.header, version: 1 }, events), events: events.length }]
-        })
+      const sessions: ReadonlyArray<Exported> = single
+        ? [yield* Effect.flatMap(resolve(o.file, o.session, o.store), (src) =>
+          Effect.flatMap(sourceReader(src), (reader) => validated(src.kind === "store" ? src.id : src.path, reader)))]
         : yield* exportStore(o.store, o.out)
+      const counts = { sessions: sessions.length, events: sessions.reduce((n, t) => n + t.events, 0) }
       if (Option.isNone(o.out)) {
         if (o.json) return yield* new UsageError({ detail: "--json needs --out (the JSONL text is the output otherwise)" })
-        return { texts, written: false }
+        for (const session of sessions) yield* streamJsonl(session, writeStdout)
+        return { counts, written: false }
       }
       const path = yield* Path.Path
       const dir = o.out.value
       yield* writeOutputs(
         single ? undefined : dir,
         single
-          ? [{ path: dir, text: texts[0].text }]
-          : texts.map((t) => ({ path: path.join(dir, `${encodeSessionId(t.id)}.jsonl`), text: t.text })),
+          ? [{ path: dir, session: sessions[0] }]
+          : sessions.map((t) => ({ path: path.join(dir, `${encodeSessionId(t.id)}.jsonl`), session: t })),
         o.force
       )
-      return { texts, written: true }
+      return { counts, written: true }
     }),
-    (r) =>
-      !r.written
-        ? Effect.sync(() => void process.stdout.write(r.texts.map((t) => t.text).join("")))
+    ({ counts, written }) =>
+      !written
+        ? Effect.void
         : o.json
-        ? printJson({ sessions: r.texts.length, events: r.texts.reduce((n, t) => n + t.events, 0) })
-        : Console.log(`${green("exported")} ${r.texts.length} session(s), ${r.texts.reduce((n, t) => n + t.events, 0)} events`)
+        ? printJson(counts)
+        : Console.log(`${green("exported")} ${counts.sessions} session(s), ${counts.events} events`)
   )).pipe(Command.withDescription("write sessions as JSONL (format version 1)"))
 
 // --- import ---------------------------------------------------------------------------------

@@ -10,12 +10,11 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { encodeSessionId } from "../../schema/SessionIdEncoding.js"
-import { readJsonlFile } from "../../layers/JsonlStore.js"
 import { SessionStore } from "../../services/SessionStore.js"
-import { type TornTailReport, verifyLoaded, type VerifyReport, verifySession } from "../Verify.js"
+import { type TornTailReport, verifyEach, type VerifyReport, verifySession } from "../Verify.js"
 import { failOn, file, json, resolve, resolveSpec, runCommand, session, store } from "./CommandSupport.js"
 import { describeError, dim, errorDocument, exitCodeFor, green, printJson, progress, red, yellow } from "./Output.js"
-import { loadSource, openStore, storeNotFound, type StoreSpec } from "./Target.js"
+import { openStore, readSessionFile, readSessionFileEach, sourceReader, storeNotFound, type StoreSpec } from "./Target.js"
 
 type StoreReport = VerifyReport & { readonly id: string }
 
@@ -60,7 +59,7 @@ const unlistedFiles = (spec: StoreSpec, listed: ReadonlySet<string>) =>
 const verifyStore = (storeOpt: string) =>
   Effect.gen(function*() {
     const spec = yield* resolveSpec(storeOpt)
-    const { store: s } = yield* openStore(spec, { mustExist: true })
+    const { store: s } = yield* openStore(spec, { mustExist: true, readOnly: true })
     if (s === undefined) return yield* storeNotFound(storeOpt)
     const headers = yield* s.list()
     const unlisted = yield* unlistedFiles(spec, new Set(headers.map((h) => `${encodeSessionId(h.id)}.jsonl`)))
@@ -72,12 +71,8 @@ const verifyStore = (storeOpt: string) =>
       yield* bar.tick(reports.length)
     }
     for (const name of unlisted) {
-      const report = yield* readJsonlFile(path.join(spec.kind === "jsonl" ? spec.root : "", name)).pipe(
-        Effect.matchEffect({
-          onFailure: (e) => Effect.succeed({ ok: false as const, error: errorDocument(e).error }),
-          onSuccess: verifyLoaded
-        })
-      )
+      const file = path.join(spec.kind === "jsonl" ? spec.root : "", name)
+      const report = yield* verifyEach((sink) => readSessionFileEach(file, sink), readSessionFile(file))
       reports.push({ id: name, ...report })
       yield* bar.tick(reports.length)
     }
@@ -89,9 +84,9 @@ const verifyStore = (storeOpt: string) =>
 const verifyOne = (fileArg: Option.Option<string>, sessionOpt: Option.Option<string>, storeOpt: string) =>
   Effect.gen(function*() {
     const src = yield* resolve(fileArg, sessionOpt, storeOpt)
-    const loaded = yield* loadSource(src).pipe(Effect.either)
-    if (loaded._tag === "Left") return { ok: false as const, error: errorDocument(loaded.left).error }
-    return yield* verifyLoaded(loaded.right)
+    const reader = yield* sourceReader(src).pipe(Effect.either)
+    if (reader._tag === "Left") return { ok: false as const, error: errorDocument(reader.left).error }
+    return yield* verifyEach(reader.right.read, reader.right.reload)
   })
 
 const renderStore = (jsonOut: boolean, reports: ReadonlyArray<StoreReport>) =>

@@ -18,6 +18,15 @@ const program = main(process.argv).pipe(
   Effect.provide(Layer.merge(NodeContext.layer, logToStderr))
 )
 
+// the first SIGINT/SIGTERM interrupts the command (runMain), which cleans up and exits; a second
+// one ends the process at once, even when the first could not (an open(2) that blocks)
+let signalled = 0
+for (const [signal, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
+  process.on(signal, () => {
+    if (++signalled > 1) process.exit(code)
+  })
+}
+
 NodeRuntime.runMain(program, {
   disableErrorReporting: false,
   disablePrettyLogger: true,

@@ -1,0 +1,128 @@
+/**
+ * `session-log show` (DESIGN.md §6, SPEC §12): the events of one session, one line each or as
+ * one JSON array, filtered by type, turn, seq range and `--tail`. Streamed: a first read
+ * validates the whole log and counts what the filter keeps (nothing is printed for an invalid
+ * log), the next prints as it reads, so memory stays bounded by a chunk whatever the log's
+ * length (a table's column widths take one more read). Never writes.
+ */
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import type { Event } from "../../schema/Events.js"
+import { encodeJson, type Json } from "../../schema/Json.js"
+import { readEach } from "../../services/ReadEach.js"
+import { file, json, optionalInteger, resolve, runCommand, session, store } from "./CommandSupport.js"
+import { checkTail, eventMatcher, type EventFilter, isFiltering, parseTypes, unknownTypes } from "./EventFilter.js"
+import { columnWidths, dim, tableHeader, tableLine, widen } from "./Output.js"
+import { EVENT_COLUMNS, eventRow } from "./Render.js"
+import { sourceReader } from "./Target.js"
+
+const type = Options.text("type").pipe(
+  Options.withPseudoName("<type>"),
+  Options.withDescription(
+    "only events of this type (e.g. tool/call) or family (e.g. tool: every tool/* type); repeat it or give a comma list"
+  ),
+  Options.repeated,
+  Options.optional
+)
+const turn = optionalInteger("turn", "<turn>", "only the events of this turn number, from its turn/start through its turn/end")
+const from = optionalInteger("from", "<seq>", "only events whose seq is at least this")
+const to = optionalInteger("to", "<seq>", "only events whose seq is at most this")
+const tail = optionalInteger("tail", "<n>", "only the last n events (applied after the other filters)")
+
+/** The filter the `show` options ask for (a usage error for a bad value). */
+const showFilter = (o: {
+  readonly type: Option.Option<ReadonlyArray<string>>
+  readonly turn: Option.Option<number>
+  readonly from: Option.Option<number>
+  readonly to: Option.Option<number>
+  readonly tail: Option.Option<number>
+}) =>
+  Effect.gen(function*() {
+    const types = parseTypes(Option.getOrElse(o.type, () => []))
+    if (types !== undefined && "_tag" in types) return yield* types
+    const badTail = checkTail(Option.getOrUndefined(o.tail))
+    if (badTail !== undefined) return yield* badTail
+    const filter: EventFilter = {
+      ...(types === undefined ? {} : { types }),
+      ...(Option.isSome(o.turn) ? { turn: o.turn.value } : {}),
+      ...(Option.isSome(o.from) ? { from: o.from.value } : {}),
+      ...(Option.isSome(o.to) ? { to: o.to.value } : {}),
+      ...(Option.isSome(o.tail) ? { tail: o.tail.value } : {})
+    }
+    return filter
+  })
+
+/** People's note for an empty filtered result (naming `--type` values no event type has). */
+const noMatch = (filter: EventFilter): string => {
+  const unknown = filter.types === undefined ? [] : unknownTypes(filter.types)
+  return dim(`no events match${unknown.length === 0 ? "" : ` (not a known event type: ${unknown.join(", ")})`}`)
+}
+
+/** Write to stdout (synchronous for files and pipes on Linux: memory stays bounded). */
+const write = (text: string) => Effect.sync(() => void process.stdout.write(text))
+
+/** The session a command names, opened for streamed reads. */
+const resolveSource = (o: {
+  readonly file: Parameters<typeof resolve>[0]
+  readonly session: Parameters<typeof resolve>[1]
+  readonly store: string
+}) => Effect.flatMap(resolve(o.file, o.session, o.store), sourceReader)
+
+/**
+ * The filter and the source of `show`; `kept` is one validated read handing on, chunk by chunk,
+ * the events the filter and `--tail` keep. A first read validates and counts what the filter keeps.
+ */
+const showPasses = (o: Parameters<typeof showFilter>[0] & Parameters<typeof resolveSource>[0]) =>
+  Effect.gen(function*() {
+    const filter = yield* showFilter(o)
+    const reader = yield* resolveSource(o)
+    const pass = (skip: number, onKept: (events: ReadonlyArray<Event>) => Effect.Effect<void>) => {
+      const matches = eventMatcher(filter)
+      let index = 0
+      return readEach(reader.read, reader.reload, (events) => {
+        const out: Array<Event> = []
+        for (const e of events) if (matches(e) && index++ >= skip) out.push(e)
+        return out.length === 0 ? Effect.void : onKept(out)
+      })
+    }
+    let matched = 0
+    yield* pass(0, (events) => Effect.sync(() => void (matched += events.length)))
+    const skip = filter.tail === undefined ? 0 : Math.max(0, matched - filter.tail)
+    return {
+      filter,
+      count: matched - skip,
+      kept: (onKept: (events: ReadonlyArray<Event>) => Effect.Effect<void>) => pass(skip, onKept)
+    }
+  })
+
+/** `show`. */
+export const showCommand = Command.make("show", { json, store, session, file, type, turn, from, to, tail }, (o) =>
+  runCommand(
+    o.json,
+    Effect.gen(function*() {
+      const { count, filter, kept } = yield* showPasses(o)
+      if (o.json) {
+        // one JSON array (what `printJson` of the whole list prints), written as it is read
+        let first = true
+        yield* write("[")
+        yield* kept((events) => {
+          let text = ""
+          for (const e of events) {
+            text += (first ? "" : ",") + encodeJson(e as unknown as Json)
+            first = false
+          }
+          return write(text)
+        })
+        return yield* write("]\n")
+      }
+      if (count === 0 && isFiltering(filter)) return yield* Console.log(noMatch(filter))
+      const widths = columnWidths(EVENT_COLUMNS)
+      yield* kept((events) => Effect.sync(() => events.forEach((e) => widen(widths, eventRow(e)))))
+      yield* write(tableHeader(widths, EVENT_COLUMNS) + "\n")
+      yield* kept((events) => write(events.map((e) => tableLine(widths, eventRow(e)) + "\n").join("")))
+    }),
+    () => Effect.void
+  )).pipe(Command.withDescription("events, one line each (--type, --turn, --from, --to and --tail filter them)"))
