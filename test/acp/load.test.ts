@@ -14,6 +14,7 @@ import { projectTranscript, defaultPresenter } from "../../src/programs/acp/Acp.
 import * as Compact from "../../src/programs/Compact.js"
 import { REPAIR_TEXT_OUTCOME_UNKNOWN } from "../../src/services/Repair.js"
 import { Session } from "../../src/services/Session.js"
+import { SessionStore } from "../../src/services/SessionStore.js"
 import { call, connect, CWD, environment, expectError, type Harness, headerReasons, say, storedEvents } from "./helpers.js"
 
 const long = (word: string) => `${word} `.repeat(200).trim()
@@ -133,6 +134,28 @@ describe("ACP session/load and session/resume", () => {
       yield* load(again, "crashed")
       assert.deepStrictEqual(replayOf(again, "crashed"), replay)
       assert.strictEqual((yield* storedEvents("crashed")).length, events.length)
+    }).pipe(Effect.provide(environment([]).layer)))
+
+  it.scoped("a load from another cwd is refused before the session is opened: a crashed turn is not repaired", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const crashed = yield* SessionLive.create({ id: "elsewhere", header: { cwd: CWD } }).pipe(Scope.extend(scope))
+      yield* crashed.append("turn/start", { turn: 1 })
+      yield* crashed.append("user/message", { id: "u1", role: "user", content: [{ type: "text", text: "hi" }], source: { kind: "user" } }, { surfaceOp: "append" })
+      yield* Scope.close(scope, Exit.void)
+      const store = yield* SessionStore
+      const stored = Effect.map(store.load("elsewhere"), (l) => ({ events: l.events.length, revision: l.revision }))
+      const before = yield* stored
+
+      const h = yield* connect()
+      const refused = yield* expectError(load(h, "elsewhere", "/some/other/project"), -32602)
+      assert.include(JSON.stringify(refused), `belongs to ${CWD}`)
+      // open would have appended closers (turn/end, session/end-seed): nothing was written
+      assert.deepStrictEqual(yield* stored, before)
+      assert.isFalse(h.frames.some((f) => f.kind === "update"), "nothing was replayed")
+      // from the right cwd it opens and repairs
+      yield* load(h, "elsewhere")
+      assert.isAbove((yield* stored).events, before.events)
     }).pipe(Effect.provide(environment([]).layer)))
 
   it.scoped("compaction then load: pre-compaction history shown once, the compaction only to clients that advertised it", () =>

@@ -12,6 +12,7 @@ import type * as LanguageModel from "@effect/ai/LanguageModel"
 import type * as Tool from "@effect/ai/Tool"
 import type * as Toolkit from "@effect/ai/Toolkit"
 import * as Cause from "effect/Cause"
+import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
@@ -39,6 +40,9 @@ import { permissionGate } from "./AcpPermission.js"
 import { defaultPresenter, projectTranscript, type ToolPresenter } from "./AcpProjection.js"
 import { PROMPT_CAPABILITIES, promptText, stopReasonOf } from "./AcpPrompt.js"
 import { type AcpSession, sendAll, SessionFactory, startOutbound } from "./AcpSessions.js"
+
+/** A streamed read stopped at the header (`storedCwd`). */
+class HeaderRead extends Data.TaggedClass("HeaderRead")<{ readonly cwd: string | undefined }> {}
 
 /** Options of the agent. */
 export interface AcpAgentOptions<Tools extends Record<string, Tool.Any>> {
@@ -162,12 +166,33 @@ export const makeAgentApp = <Tools extends Record<string, Tool.Any>>(
         return entry
       })
 
-    /** Open a stored session into a fresh scope (crash repair runs in `open`), checking its cwd. */
+    /**
+     * The stored cwd of a session, read before it is opened (a streamed read stopped at the
+     * header: nothing of the log is read); none when the header cannot be read (open reports why).
+     */
+    const storedCwd = (id: string) =>
+      store.loadEach(id, {
+        onHeader: (header) => Effect.fail(new HeaderRead({ cwd: header.cwd })),
+        onEvents: () => Effect.void
+      }).pipe(
+        Effect.as(undefined),
+        Effect.catchAll((e) => Effect.succeed(e instanceof HeaderRead ? e : undefined))
+      )
+
+    /**
+     * Open a stored session into a fresh scope (crash repair runs in `open`). Its cwd is checked
+     * first, so a load from the wrong directory repairs (writes) nothing.
+     */
     const openStored = (params: acp.LoadSessionRequest | acp.ResumeSessionRequest, client: acp.AgentContext) =>
       Effect.gen(function*() {
         const id = params.sessionId
         const bad = rejectCwd(params.cwd, id) ?? rejectExtras(params, id)
         if (bad !== undefined) return yield* bad
+        const stored = yield* storedCwd(id)
+        if (stored !== undefined) {
+          if (stored.cwd === undefined) return yield* invalidParams("the stored session has no cwd", id)
+          if (stored.cwd !== params.cwd) return yield* invalidParams(`the session belongs to ${stored.cwd}, not ${params.cwd}`, id)
+        }
         yield* reserve(id)
         const scope = yield* Scope.make()
         const opened = yield* Effect.exit(Effect.gen(function*() {
