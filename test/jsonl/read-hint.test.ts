@@ -13,13 +13,18 @@ import { fixture, header, line, turn, turnEnd, turnStart, userMessage, writeRaw 
 
 const provide = Effect.provide(NodeContext.layer)
 
+/** A store holding session "s" (one turn, seqs 0–2) and a second instance, `reader`, that has not read it yet. */
+const oneTurnAndReader = Effect.gen(function*() {
+  const f = yield* fixture()
+  yield* f.store.create(header("s"))
+  yield* f.store.append("s", turn(0), { expectedSeq: 0 })
+  return { ...f, reader: yield* f.another() }
+})
+
 describe("JsonlStore: the first append after a load", () => {
   it.scoped("§7.4.3 a load then an append continues the log (the hint is the file as read)", () =>
     Effect.gen(function*() {
-      const { another, fs, fileOf, store } = yield* fixture()
-      yield* store.create(header("s"))
-      yield* store.append("s", turn(0), { expectedSeq: 0 })
-      const reader = yield* another()
+      const { fs, fileOf, reader, store } = yield* oneTurnAndReader
       assert.strictEqual((yield* reader.load("s")).events.length, 3)
       yield* reader.append("s", turn(3, 2), { expectedSeq: 3 })
       const loaded = yield* store.load("s")
@@ -29,10 +34,7 @@ describe("JsonlStore: the first append after a load", () => {
 
   it.scoped("C7 another process appended after the load: the first append conflicts with the real next seq, writes nothing", () =>
     Effect.gen(function*() {
-      const { another, fs, fileOf, store } = yield* fixture()
-      yield* store.create(header("s"))
-      yield* store.append("s", turn(0), { expectedSeq: 0 })
-      const reader = yield* another()
+      const { fs, fileOf, reader, store } = yield* oneTurnAndReader
       yield* reader.load("s")
       yield* store.append("s", turn(3, 2), { expectedSeq: 3 })
       const before = yield* fs.readFileString(fileOf("s"))
@@ -45,10 +47,7 @@ describe("JsonlStore: the first append after a load", () => {
 
   it.scoped("C5 the file was rewritten in place to the same size with fewer events: the hint's last line is checked, not trusted", () =>
     Effect.gen(function*() {
-      const { another, fs, fileOf, store } = yield* fixture()
-      yield* store.create(header("s"))
-      yield* store.append("s", turn(0), { expectedSeq: 0 })
-      const reader = yield* another()
+      const { fs, fileOf, reader, store } = yield* oneTurnAndReader
       yield* reader.load("s")
       // same inode, same size, two events: seq 1's text padded to the length of the old seqs 1 and 2
       const file = fileOf("s")
@@ -71,13 +70,10 @@ describe("JsonlStore: the first append after a load", () => {
 
   it.scoped("L1 a torn tail found by the load leaves no hint: the append refuses to write onto it", () =>
     Effect.gen(function*() {
-      const { another, fs, fileOf, store } = yield* fixture()
-      yield* store.create(header("s"))
-      yield* store.append("s", turn(0), { expectedSeq: 0 })
+      const { fs, fileOf, reader } = yield* oneTurnAndReader
       const file = fileOf("s")
       const torn = (yield* fs.readFileString(file)) + line(turnStart(3, 2)).slice(0, 12)
       yield* writeRaw(fs, file, torn)
-      const reader = yield* another()
       assert.isDefined((yield* reader.load("s")).tornTail)
       const refused = yield* Effect.flip(reader.append("s", turn(3, 2), { expectedSeq: 3 }))
       assert.strictEqual(refused._tag, "AppendConflict")

@@ -20,6 +20,7 @@ import { validateSeed } from "../../src/services/Seed.js"
 import { type LoadSummary, readPipeline } from "../../src/services/SessionStore.js"
 import { verifyEach, verifyLoaded } from "../../src/programs/Verify.js"
 import { anyValidLog, mutation } from "../arbitraries.js"
+import { partition } from "../store-contract/contract.js"
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "read-each-"))
 let n = 0
@@ -32,19 +33,6 @@ const writeLog = (events: ReadonlyArray<unknown>, fragment: string | undefined):
   if (fragment !== undefined) text += fragment
   fs.writeFileSync(file, text)
   return file
-}
-
-/** Cut `events` into chunks of the given sizes (the rest in one). */
-const chunked = <A>(events: ReadonlyArray<A>, sizes: ReadonlyArray<number>): Array<ReadonlyArray<A>> => {
-  const out: Array<ReadonlyArray<A>> = []
-  let at = 0
-  for (const size of sizes) {
-    if (at >= events.length) break
-    out.push(events.slice(at, at + size))
-    at += size
-  }
-  if (at < events.length) out.push(events.slice(at))
-  return out
 }
 
 const logs = fc.oneof(
@@ -88,7 +76,7 @@ describe("ReadEach: streamed verification equals the whole read", () => {
           (sink) =>
             Effect.gen(function*() {
               if (sink.onHeader !== undefined) yield* sink.onHeader(loaded.header, loaded.storedVersion)
-              for (const chunk of chunked(raw, sizes)) yield* sink.onEvents(chunk)
+              for (const chunk of partition(raw, sizes)) yield* sink.onEvents(chunk)
               return summary
             }),
           Effect.succeed(loaded),
