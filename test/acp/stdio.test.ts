@@ -37,8 +37,8 @@ interface Agent {
   readonly exited: Promise<number | null>
 }
 
-const start = (): Agent => {
-  const child = spawn(process.execPath, [BIN, "acp", "--store", `jsonl:${path.join(dir, "store")}`], {
+const start = (extra: ReadonlyArray<string> = [], store = `jsonl:${path.join(dir, "store")}`): Agent => {
+  const child = spawn(process.execPath, [BIN, "acp", "--store", store, ...extra], {
     cwd: dir,
     env: { ...process.env, SESSION_LOG_BUNDLE: bundle, NO_COLOR: "1" },
     stdio: ["pipe", "pipe", "pipe"]
@@ -122,5 +122,34 @@ describe("session-log acp over stdio", () => {
     )
     assert.strictEqual(await stop(second), 0)
     assertOnlyFrames(second)
+  }, SLOW)
+
+  it("--model <module> serves the LanguageModel layer a module exports, recorded under its route", async () => {
+    const module = path.resolve(__dirname, "fixtures/model-module.mjs")
+    const root = path.join(dir, "model-store")
+    const agent = start(["--model", module], `jsonl:${root}`)
+    await agent.connection.agent.request("initialize", { protocolVersion: acp.PROTOCOL_VERSION })
+    const { sessionId } = await agent.connection.agent.request("session/new", { cwd: dir, mcpServers: [] })
+    const answer = await agent.connection.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "hello" }] })
+    assert.strictEqual(answer.stopReason, "end_turn")
+    assert.deepStrictEqual(texts(agent.updates, "agent_message_chunk"), ["an answer from the model module"])
+    assert.strictEqual(await stop(agent), 0)
+    assertOnlyFrames(agent)
+    const [file] = fs.readdirSync(root)
+    const header = fs.readFileSync(path.join(root, file), "utf8").split("\n").map((l) => l === "" ? undefined : JSON.parse(l))
+      .find((r) => r?.type === "request/header")
+    assert.deepStrictEqual(header.data.header.config, { provider: "fixture", model: "module-model-1" })
+  }, SLOW)
+
+  it("--model of a module without a `layer` export is a usage error (exit 2), nothing served or created", async () => {
+    const module = path.join(dir, "no-layer.mjs")
+    fs.writeFileSync(module, "export const route = { provider: 'x', model: 'y' }\n")
+    const root = path.join(dir, "never")
+    const agent = start(["--model", module], `jsonl:${root}`)
+    let stderr = ""
+    agent.child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
+    assert.strictEqual(await agent.exited, 2)
+    assert.include(stderr, "has no `layer` export")
+    assert.isFalse(fs.existsSync(root))
   }, SLOW)
 })

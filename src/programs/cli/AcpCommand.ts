@@ -2,7 +2,8 @@
  * `session-log acp --store <store>`: the ACP agent for editors (Zed and other Agent Client
  * Protocol clients) over stdio, on any store. The model is the keyless scripted one (each request
  * gets a script derived from the prompt: "list" lists the working directory, "echo <text>" calls a
- * tool that needs permission, anything else is echoed), so a person can try it without a key.
+ * tool that needs permission, anything else is echoed), so a person can try it without a key, or
+ * the LanguageModel layer a module given with `--model` exports.
  * stdout carries only protocol frames; logs go to stderr.
  */
 import * as Command from "@effect/cli/Command"
@@ -10,18 +11,22 @@ import * as LanguageModel from "@effect/ai/LanguageModel"
 import type * as Prompt from "@effect/ai/Prompt"
 import * as Tool from "@effect/ai/Tool"
 import * as Toolkit from "@effect/ai/Toolkit"
+import * as Options from "@effect/cli/Options"
 import * as FileSystem from "@effect/platform/FileSystem"
+import * as Path from "@effect/platform/Path"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
+import { pathToFileURL } from "node:url"
 import * as HeaderSnapshotterLive from "../../layers/HeaderSnapshotterLive.js"
 import { type CallScript, makeScriptedLanguageModel } from "../../layers/ScriptedLanguageModel.js"
 import * as SessionLive from "../../layers/SessionLive.js"
 import { SessionStore } from "../../services/SessionStore.js"
 import { layerSessionFactory, serveStdio } from "../acp/Acp.js"
 import { resolveSpec, runCommand, store } from "./CommandSupport.js"
-import { openStore } from "./Target.js"
+import { openStore, UsageError } from "./Target.js"
 
 const ListFiles = Tool.make("list_files", {
   description: "List the entries of the agent's working directory",
@@ -92,25 +97,61 @@ const keylessModel = Layer.effect(
   })
 )
 
+const modelOption = Options.text("model").pipe(
+  Options.optional,
+  Options.withPseudoName("<module>"),
+  Options.withDescription(
+    "a JavaScript module whose `layer` export is a Layer providing an @effect/ai LanguageModel (its dependencies " +
+      "provided) and whose optional `route` export ({ provider, model }) names it in request headers; default: the " +
+      "keyless scripted model"
+  )
+)
+
+/** The model of `--model <module>`: its `layer` and `route` exports (a usage error when it has none). */
+const modelModule = (module: string) =>
+  Effect.gen(function*() {
+    const path = yield* Path.Path
+    const url = pathToFileURL(path.resolve(module)).href
+    const loaded = yield* Effect.tryPromise({
+      try: () => import(url) as Promise<Record<string, unknown>>,
+      catch: (e) => new UsageError({ detail: `--model ${module} could not be loaded: ${e instanceof Error ? e.message : String(e)}` })
+    })
+    if (!Layer.isLayer(loaded.layer)) {
+      return yield* new UsageError({ detail: `--model ${module} has no \`layer\` export (a Layer providing LanguageModel)` })
+    }
+    const route = loaded.route as { readonly provider?: unknown; readonly model?: unknown } | undefined
+    return {
+      layer: loaded.layer as Layer.Layer<LanguageModel.LanguageModel>,
+      route: typeof route?.provider === "string" && typeof route.model === "string"
+        ? { provider: route.provider, model: route.model }
+        : { provider: "custom", model: path.basename(module) }
+    }
+  })
+
 /** `acp`. */
-export const acpCommand = Command.make("acp", { store }, (o) =>
+export const acpCommand = Command.make("acp", { store, model: modelOption }, (o) =>
   runCommand(
     false,
     Effect.gen(function*() {
       const spec = yield* resolveSpec(o.store)
+      const model = Option.isSome(o.model)
+        ? yield* modelModule(o.model.value)
+        : { layer: keylessModel, route: { provider: "scripted", model: "keyless" } }
       const { store: opened } = yield* openStore(spec, { mustExist: false })
       if (opened === undefined) return
       const env = Layer.mergeAll(
         layerSessionFactory({ create: SessionLive.create, open: SessionLive.open }),
-        keylessModel,
+        model.layer,
         HeaderSnapshotterLive.layer,
         handlers
       ).pipe(Layer.provideMerge(Layer.succeed(SessionStore, opened)))
       yield* serveStdio({
         name: "session-log",
         toolkit,
-        system: "You are the keyless demo agent of effect-session-log.",
-        route: { provider: "scripted", model: "keyless" },
+        system: Option.isSome(o.model)
+          ? "You are a coding agent with two tools: list_files (the working directory) and echo (needs permission)."
+          : "You are the keyless demo agent of effect-session-log.",
+        route: model.route,
         readOnlyTools: ["list_files"],
         gatedTools: ["echo"],
         presenter: (name, args) =>
@@ -120,4 +161,8 @@ export const acpCommand = Command.make("acp", { store }, (o) =>
       }).pipe(Effect.provide(env))
     }),
     () => Effect.void
-  )).pipe(Command.withDescription("run an ACP agent (for Zed and other editors) on stdio over --store, with the keyless scripted model"))
+  )).pipe(
+    Command.withDescription(
+      "run an ACP agent (for Zed and other editors) on stdio over --store, with the keyless scripted model or --model <module>"
+    )
+  )
