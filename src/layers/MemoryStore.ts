@@ -1,13 +1,16 @@
 /**
  * The in-memory SessionStore: the contract of SPEC §7.1 without durability. Registration is
  * per store instance (one `make`), appends are atomic because each runs as one synchronous
- * step, and `replaceLog` keeps the previous content as a backup in memory.
+ * step (also offered to the session handle as a plain function, `syncAppender`), and `replaceLog`
+ * keeps the previous content as a backup in memory.
  */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { AppendConflict, SessionExists, SessionHeaderInvalid, SessionNotFound } from "../schema/Errors.js"
 import type { Event } from "../schema/Events.js"
+import { DEFAULT_MAX_EVENT_BYTES } from "../schema/Format.js"
 import { type SessionHeader, validateSessionHeader } from "../schema/SessionHeader.js"
+import { type BatchError, type PreparedEvent, prepareBatch } from "../services/PrepareEvent.js"
 import {
   type BatchCheckOptions,
   appendPrepared,
@@ -19,6 +22,27 @@ import {
 
 /** Options of the memory store. */
 export interface MemoryStoreOptions extends BatchCheckOptions {}
+
+/**
+ * `SessionStore.append` of a memory store as one synchronous step: the same checks, the same
+ * errors (returned, not thrown), `undefined` once the events are stored.
+ */
+export type SyncAppend = (
+  id: string,
+  events: ReadonlyArray<Event | PreparedEvent>,
+  expectedSeq: number
+) => BatchError | AppendConflict | SessionNotFound | undefined
+
+const syncAppenders = new WeakMap<SessionStoreShape, SyncAppend>()
+
+/**
+ * The synchronous append of a store built by `makeMemoryStore` (that very object: a wrapper or
+ * any other store has none), so an uncontended session append can complete in one step.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const syncAppender = (store: SessionStoreShape): SyncAppend | undefined => syncAppenders.get(store)
 
 interface Stored {
   header: SessionHeader
@@ -41,6 +65,30 @@ export const makeMemoryStore = (options: MemoryStoreOptions = {}): Effect.Effect
       new AppendConflict({ rule: expectedSeq > storedSeq ? "C5" : "C7", sessionId: id, expectedSeq, storedSeq })
     const notFound = (id: string) => new SessionNotFound({ rule: "L11", sessionId: id })
 
+    /** The body of an append after the batch checks: registration, expected seq, then store. */
+    const storeBatch = (id: string, events: ReadonlyArray<Event>, expectedSeq: number) => {
+      const current = stored.get(id)
+      if (current === undefined) {
+        const header = registered.get(id)
+        if (header === undefined) return notFound(id)
+        if (expectedSeq !== 0) return conflict(id, expectedSeq, 0)
+        stored.set(id, { header, events: events.slice(), revision: 1, backups: [] })
+        return undefined
+      }
+      const storedSeq = current.events.length
+      if (expectedSeq !== storedSeq) return conflict(id, expectedSeq, storedSeq)
+      for (let i = 0; i < events.length; i++) current.events.push(events[i])
+      current.revision++
+      return undefined
+    }
+
+    const maxEventBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES
+    const appendSync: SyncAppend = (id, events, expectedSeq) => {
+      if (events.length === 0) return undefined
+      const checked = prepareBatch(events, expectedSeq, maxEventBytes)
+      return "_tag" in checked ? checked : storeBatch(id, checked.events, expectedSeq)
+    }
+
     const store: SessionStoreShape = {
       create: (input) =>
         Effect.gen(function*() {
@@ -56,19 +104,9 @@ export const makeMemoryStore = (options: MemoryStoreOptions = {}): Effect.Effect
 
       append: (id, events, appendOptions) =>
         appendPrepared(events, appendOptions, options, (checked, expectedSeq) =>
-          Effect.gen(function*() {
-            const current = stored.get(id)
-            if (current === undefined) {
-              const header = registered.get(id)
-              if (header === undefined) return yield* notFound(id)
-              if (expectedSeq !== 0) return yield* conflict(id, expectedSeq, 0)
-              stored.set(id, { header, events: [...checked.events], revision: 1, backups: [] })
-              return
-            }
-            const storedSeq = current.events.length
-            if (expectedSeq !== storedSeq) return yield* conflict(id, expectedSeq, storedSeq)
-            for (const e of checked.events) current.events.push(e)
-            current.revision++
+          Effect.suspend(() => {
+            const failure = storeBatch(id, checked.events, expectedSeq)
+            return failure === undefined ? Effect.void : Effect.fail(failure)
           })),
 
       load: (id) =>
@@ -132,6 +170,7 @@ export const makeMemoryStore = (options: MemoryStoreOptions = {}): Effect.Effect
           current.revision++
         })
     }
+    syncAppenders.set(store, appendSync)
     return store
   })
 

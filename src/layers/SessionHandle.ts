@@ -2,10 +2,13 @@
  * The session handle (SPEC §3.1, §7.3, §11.2) over a validated, committed log: the append
  * pipeline in order (prepare: walk, shapes, surface plan; pre-commit validators; durable store
  * write or write-behind; commit; feed), its re-entrant lock, lifecycle (N10, N11), folds, feed and
- * flush/close. The constructors of `SessionLive` build the log and hand it here.
+ * flush/close. An uncontended durable append on a memory store without validators runs the same
+ * steps as one synchronous step. The constructors of `SessionLive` build the log and hand it here.
  */
 import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as PubSub from "effect/PubSub"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
@@ -26,6 +29,7 @@ import {
 import type { SessionStoreShape } from "../services/SessionStore.js"
 import { isPlan, type SurfaceTracker } from "../services/SurfaceManager.js"
 import { makeAppendLock } from "./AppendLock.js"
+import { syncAppender } from "./MemoryStore.js"
 import { makeWriteBehind } from "./WriteBehind.js"
 
 /** How appends reach the store. */
@@ -68,6 +72,13 @@ const makeLifecycle = (id: string) => {
     close: () => {
       state = "closed"
     },
+    /** An AppendConflict from the store fails the handle (N11). */
+    noteFailure: (e: unknown): void => {
+      if (e instanceof AppendConflict) {
+        state = "failed"
+        failure = e
+      }
+    },
     /** N10 for a closed handle, N11 for a failed one. */
     unusable: (): SessionNotFound | AppendConflict | undefined => {
       if (state === "closed") {
@@ -84,15 +95,6 @@ const makeLifecycle = (id: string) => {
       }
       return undefined
     },
-    /** A store write whose AppendConflict fails the handle (N11). */
-    noteConflict: <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
-      Effect.tapError(effect, (e) =>
-        Effect.sync(() => {
-          if (e instanceof AppendConflict) {
-            state = "failed"
-            failure = e
-          }
-        }))
   }
 }
 
@@ -106,10 +108,14 @@ export const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never,
     const withLock = yield* makeAppendLock
     const pubsub = yield* Effect.acquireRelease(PubSub.unbounded<Event>(), PubSub.shutdown)
     const lifecycle = makeLifecycle(id)
-    const { noteConflict } = lifecycle
+    const noteConflict = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+      Effect.tapError(effect, (e) => Effect.sync(() => lifecycle.noteFailure(e)))
     const requests = new RequestFold()
     for (const e of log) requests.apply(e)
     const derived = new DerivedMessages(log, tracker)
+    // the human transcript (SPEC §4.7), kept as events commit; snapshots are reused until it grows
+    const transcript: Array<Event> = log.filter(isAppendSurfaceEvent)
+    let transcriptSnapshot: ReadonlyArray<Event> | undefined
     let snapshot: ReadonlyArray<Event> | undefined
 
     const batched = init.persistence?.mode === "batched"
@@ -121,6 +127,8 @@ export const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never,
         sessionId: id
       })
       : undefined
+    // one synchronous step for steps 0–14: a durable handle on a memory store without validators
+    const appendNow = batched === undefined && validators.length === 0 ? syncAppender(store) : undefined
 
     /** Steps 0 and 2–8 of SPEC §3.1: everything that needs no effect. Returns the prepared event or the error. */
     const prepare = (type: unknown, data: unknown, options: AppendOptions | undefined, time: number) => {
@@ -133,35 +141,78 @@ export const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never,
       return isPlan(plan) ? prepared : plan
     }
 
-    /** Step 11 and later: commit in memory, hand to write-behind, publish. */
-    const commit = (prepared: PreparedEvent): Effect.Effect<Event> => {
-      const frozen = prepared.event
-      log.push(frozen)
+    /** Step 11: commit in memory (log, surface, folds, validators, transcript). */
+    const commit = (event: Event): void => {
+      log.push(event)
       snapshot = undefined
       tracker.catchUp()
-      requests.apply(frozen)
-      for (const v of validators) v.apply(frozen)
-      const published = PubSub.publish(pubsub, frozen).pipe(Effect.as(frozen))
-      return batched === undefined ? published : Effect.zipRight(batched.enqueue(prepared), published)
+      requests.apply(event)
+      for (const v of validators) v.apply(event)
+      if (isAppendSurfaceEvent(event)) {
+        transcript.push(event)
+        transcriptSnapshot = undefined
+      }
     }
 
-    const appendUnknown = (type: unknown, data: unknown, options?: AppendOptions): Effect.Effect<Event, AppendError> =>
-      traced(withLock(Effect.flatMap(Clock.currentTimeMillis, (time): Effect.Effect<Event, AppendError> => {
+    /** Step 13: publish on the feed (a subscriber cannot fail, delay or undo the append). */
+    const publish = (event: Event): Event => {
+      pubsub.unsafeOffer(event)
+      return event
+    }
+
+    /** Steps 11–13 as an effect: commit, hand to write-behind (batched mode), publish. */
+    const commitEffect = (prepared: PreparedEvent): Effect.Effect<Event> =>
+      batched === undefined
+        ? Effect.sync(() => {
+          commit(prepared.event)
+          return publish(prepared.event)
+        })
+        // committed and handed to write-behind together: a committed event is never left unqueued
+        : Effect.uninterruptible(Effect.suspend(() => {
+          commit(prepared.event)
+          return Effect.map(batched.enqueue(prepared), () => publish(prepared.event))
+        }))
+
+    /** The append under the lock, one effect per step that may wait. */
+    const appendLocked = (type: unknown, data: unknown, options: AppendOptions | undefined) =>
+      withLock(Effect.flatMap(Clock.currentTimeMillis, (time): Effect.Effect<Event, AppendError> => {
         const prepared = prepare(type, data, options, time)
         if ("_tag" in prepared) return Effect.fail(prepared)
         const seq = prepared.event.seq
-        let effect: Effect.Effect<unknown, AppendError> = Effect.void
-        // step 9: pre-commit validators; step 10: durable persistence
-        for (const v of validators) effect = Effect.zipRight(effect, v.check(prepared.event, { logLength: seq }))
-        // persist and commit as one uninterruptible step: an interruption between the store's
-        // acknowledgement and the in-memory commit would leave the handle behind its store
+        // step 10: persist and commit as one uninterruptible step: an interruption between the
+        // store's acknowledgement and the in-memory commit would leave the handle behind its store
         const persistAndCommit = batched === undefined
           ? Effect.uninterruptible(
-            Effect.flatMap(noteConflict(store.append(id, [prepared], { expectedSeq: seq })), () => commit(prepared))
+            Effect.flatMap(noteConflict(store.append(id, [prepared], { expectedSeq: seq })), () => commitEffect(prepared))
           )
-          : commit(prepared)
-        return Effect.zipRight(effect, persistAndCommit)
-      })), type)
+          : commitEffect(prepared)
+        // step 9: pre-commit validators, in registration order
+        let effect: Effect.Effect<Event, AppendError> = persistAndCommit
+        for (let i = validators.length - 1; i >= 0; i--) {
+          effect = Effect.zipRight(validators[i].check(prepared.event, { logLength: seq }), effect)
+        }
+        return effect
+      }))
+
+    const appendUnknown = (type: unknown, data: unknown, options?: AppendOptions): Effect.Effect<Event, AppendError> =>
+      traced(
+        appendNow === undefined ? appendLocked(type, data, options) : Effect.withFiberRuntime((fiber) => {
+          // another fiber inside the lock (e.g. `exclusive`): wait for it like any append
+          if (!withLock.admits(fiber)) return appendLocked(type, data, options)
+          // steps 0–14 without yielding: nothing can interleave, so the lock is not taken
+          const time = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
+          const prepared = prepare(type, data, options, time)
+          if ("_tag" in prepared) return Exit.fail(prepared)
+          const failure = appendNow(id, [prepared], prepared.event.seq)
+          if (failure !== undefined) {
+            lifecycle.noteFailure(failure)
+            return Exit.fail(failure)
+          }
+          commit(prepared.event)
+          return Exit.succeed(publish(prepared.event))
+        }),
+        type
+      )
 
     const requestAt = (seq: number): Effect.Effect<RequestSnapshot, SeqNotContiguous> =>
       Effect.suspend(() => {
@@ -196,7 +247,10 @@ export const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never,
         replaceGeneration: Effect.sync(() => tracker.replaceGeneration)
       },
       messages: Effect.sync(() => derived.read()),
-      transcript: Effect.sync(() => Object.freeze(log.filter(isAppendSurfaceEvent))),
+      transcript: Effect.sync(() => {
+        if (transcriptSnapshot === undefined) transcriptSnapshot = Object.freeze(transcript.slice())
+        return transcriptSnapshot
+      }),
       requestHeader: Effect.sync(() => requests.header),
       requestContext: Effect.sync(() => requests.context),
       requestAt,
@@ -216,4 +270,3 @@ export const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never,
     yield* Effect.addFinalizer(() => close.pipe(Effect.ignore))
     return handle
   })
-

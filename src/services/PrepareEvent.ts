@@ -17,9 +17,9 @@ import {
   SurfaceMarkerInvalid,
   type UnknownEventType
 } from "../schema/Errors.js"
-import { encodeEvent, orderEnvelope } from "../schema/EventCodec.js"
+import { encodeEvent } from "../schema/EventCodec.js"
 import type { AppendOptions, Event } from "../schema/Events.js"
-import { utf8Length, walkJson } from "../schema/Json.js"
+import { encodeJson, type Json, utf8Length, walkJson } from "../schema/Json.js"
 import {
   checkEnvelope,
   checkLegacy,
@@ -58,7 +58,14 @@ const prepared = (event: Event, line: string): PreparedEvent => new Prepared(eve
  * @since 0.1.0
  * @category guards
  */
-export const isPreparedEvent = (u: unknown): u is PreparedEvent => u instanceof Prepared
+export const isPreparedEvent = (u: unknown): u is PreparedEvent => {
+  try {
+    return u instanceof Prepared
+  } catch {
+    // a Proxy whose getPrototypeOf trap throws is no prepared event (its checks refuse it, A12)
+    return false
+  }
+}
 
 /**
  * The event of a batch element handed to `SessionStore.append` (prepared or plain).
@@ -126,8 +133,8 @@ export const prepareEvent = (
   if (legacy !== undefined) return legacy
   const shape = checkTypeShape(type, walked.value, seq)
   if (shape !== undefined) return shape
-  const event: Rec = { type, seq, time, data: walked.value }
-  // step 6: surfaceOp (D6) before sourceEventSeqs (E1/E4); key order is restored by orderEnvelope
+  // step 6: surfaceOp (D6) before sourceEventSeqs (E1/E4)
+  let op: Json | undefined
   if (surfaceOp !== undefined) {
     const w = walkJson(surfaceOp, "/surfaceOp")
     if (w._tag === "Fail") {
@@ -138,8 +145,9 @@ export const prepareEvent = (
         detail: `surfaceOp is not lossless JSON (${w.detail})`
       })
     }
-    event.surfaceOp = w.value
+    op = w.value
   }
+  let cited: Json | undefined
   if (sourceEventSeqs !== undefined) {
     const w = walkJson(sourceEventSeqs, "/sourceEventSeqs")
     if (w._tag === "Fail") {
@@ -150,11 +158,15 @@ export const prepareEvent = (
         detail: `sourceEventSeqs ${isArray ? "has a bad element" : "is not an array"} (${w.detail})`
       })
     }
-    event.sourceEventSeqs = w.value
+    cited = w.value
   }
+  // step 7: the one retained object of the event, built in §1.1 key order
+  const event: Rec = { type, seq, time, data: walked.value }
+  if (cited !== undefined) event.sourceEventSeqs = cited
+  if (op !== undefined) event.surfaceOp = op
   if (ignorable === true) event.ignorable = true
-  const frozen = orderEnvelope(event)
-  const line = encodeEvent(frozen)
+  const frozen = Object.freeze(event) as unknown as Event
+  const line = encodeJson(frozen as unknown as Json)
   return oversize(line, seq, maxEventBytes) ?? prepared(frozen, line)
 }
 

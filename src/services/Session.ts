@@ -107,9 +107,12 @@ export interface SessionShape {
   /** The log: a frozen array reused until the next append (N7). */
   readonly events: Effect.Effect<ReadonlyArray<Event>>
   readonly surface: SurfaceView
-  /** Derived model messages (SPEC §4.6): a fresh array over shared frozen messages (N8). */
+  /**
+   * Derived model messages (SPEC §4.6): a frozen array of frozen messages, shared by every read
+   * until the surface changes (not a fresh copy per call, issue 16); a kept array never changes.
+   */
   readonly messages: Effect.Effect<ReadonlyArray<Message>>
-  /** Human transcript: append-origin surface events in log order (SPEC §4.7). */
+  /** Human transcript: append-origin surface events in log order (SPEC §4.7); frozen, shared until it grows. */
   readonly transcript: Effect.Effect<ReadonlyArray<Event>>
   /** The latest request header, canonical and frozen. */
   readonly requestHeader: Effect.Effect<RequestHeader | undefined>

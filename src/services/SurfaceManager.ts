@@ -261,7 +261,10 @@ export class SurfaceTracker {
   private readonly nodesArr: Array<number> = []
   private generation = 0
   private processed: number
-  private pending: { readonly event: Event; readonly seq: number; readonly plan: SurfacePlan } | undefined
+  // the last accepted candidate and its plan (three fields: no object per planned event)
+  private pendingEvent: Event | undefined
+  private pendingSeq = -1
+  private pendingPlan: SurfacePlan = NONE
 
   constructor(
     private readonly log: ReadonlyArray<Event>,
@@ -279,14 +282,13 @@ export class SurfaceTracker {
     while (this.processed < end) {
       const seq = this.processed
       const event = this.log[seq - this.baseSeq]
-      const pending = this.pending
       let plan: PlanError | SurfacePlan
-      if (pending !== undefined && pending.seq === seq && pending.event === event) {
-        plan = pending.plan
+      if (this.pendingEvent === event && this.pendingSeq === seq) {
+        plan = this.pendingPlan
       } else {
         plan = planSurface(this.nodesArr, event, seq, this.eventAt)
       }
-      this.pending = undefined
+      this.pendingEvent = undefined
       if (!isPlan(plan)) {
         // Committed events were validated before commit; reaching this is a defect.
         throw new Error(`surface catch-up met an invalid committed event at seq ${seq}: ${plan.message}`)
@@ -300,7 +302,13 @@ export class SurfaceTracker {
   plan(event: Event, seq: number): PlanError | SurfacePlan {
     this.catchUp()
     const plan = planSurface(this.nodesArr, event, seq, this.eventAt)
-    this.pending = isPlan(plan) ? { event, seq, plan } : undefined
+    if (isPlan(plan)) {
+      this.pendingEvent = event
+      this.pendingSeq = seq
+      this.pendingPlan = plan
+    } else {
+      this.pendingEvent = undefined
+    }
     return plan
   }
 

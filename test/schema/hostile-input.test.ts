@@ -79,6 +79,7 @@ for (const [name, make] of backends) {
           ["a getter on type", { get type() { return boom() }, seq: 1, time: 0, data: null }],
           ["a Proxy envelope whose ownKeys throws", new Proxy({ type: "todo/write", seq: 1, time: 0, data: { todos: [] } }, { ownKeys: boom })],
           ["a Proxy envelope whose getOwnPropertyDescriptor throws", new Proxy({ type: "todo/write", seq: 1, time: 0, data: { todos: [] } }, { getOwnPropertyDescriptor: boom })],
+          ["a Proxy envelope whose getPrototypeOf throws", new Proxy({ type: "todo/write", seq: 1, time: 0, data: { todos: [] } }, { getPrototypeOf: boom })],
           ...hostile.map((h) => [`data: ${h.name}`, { type: "todo/write", seq: 1, time: 0, data: h.make() }] as const)
         ]
         for (const [what, envelope] of envelopes) {
