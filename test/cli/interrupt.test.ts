@@ -1,0 +1,88 @@
+/**
+ * An interrupt ends a command and leaves nothing behind (issue 18): SIGTERM during `export --out`
+ * of a large session stops it, the target is not created and its temporary file is removed; a
+ * SIGINT during `verify` ends it too. Real subprocesses; a command still running long after the
+ * signal is killed and fails the test (a hang detector, not a timing assertion).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { afterAll, beforeAll } from "vitest"
+import { writeSession } from "../helpers/bigSession.js"
+import { BIN, buildBundle, removeBundle } from "./helpers.js"
+
+/** Far above any honest shutdown; only a command that ignores the signal reaches it. */
+const HUNG_MS = 45_000
+
+let dir: string
+let bundle: string
+let big: string
+
+beforeAll(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), "esl-interrupt-"))
+  bundle = await buildBundle("interrupt-test")
+  big = path.join(dir, "big.jsonl")
+  writeSession(big, "big", 400_000)
+}, 120_000)
+
+afterAll(() => {
+  if (dir !== undefined) fs.rmSync(dir, { recursive: true, force: true })
+  removeBundle(bundle)
+})
+
+/**
+ * Start `session-log <args>`, send `signal` once `ready()` holds (polled), and wait for the exit.
+ * `signalled` is false when the command ended before it could be signalled.
+ */
+const interrupt = (args: ReadonlyArray<string>, signal: NodeJS.Signals, ready: () => boolean) =>
+  new Promise<{ readonly code: number | null; readonly signalled: boolean; readonly hung: boolean }>((resolve) => {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      cwd: dir,
+      env: { ...process.env, SESSION_LOG_BUNDLE: bundle, NO_COLOR: "1" },
+      stdio: ["ignore", "ignore", "ignore"]
+    })
+    let signalled = false
+    let hung = false
+    const poll = setInterval(() => {
+      if (!signalled && ready()) {
+        signalled = true
+        child.kill(signal)
+      }
+    }, 5)
+    const timer = setTimeout(() => {
+      hung = true
+      child.kill("SIGKILL")
+    }, HUNG_MS)
+    child.once("exit", (code) => {
+      clearInterval(poll)
+      clearTimeout(timer)
+      resolve({ code, signalled, hung })
+    })
+  })
+
+describe("an interrupt ends a command and leaves nothing behind", () => {
+  it("SIGTERM during export --out: no target, no temporary file", async () => {
+    const out = path.join(dir, "out.jsonl")
+    // signalled once the export writes its temporary file (after the validating read)
+    const writing = () => fs.readdirSync(dir).some((name) => name.startsWith(".out.jsonl.export-"))
+    const r = await interrupt(["export", "--json", big, "--out", out], "SIGTERM", writing)
+    console.log(`export: signalled while writing: ${r.signalled}, exit ${r.code}`)
+    assert.isFalse(r.hung, "the command ended after the signal")
+    if (r.signalled) {
+      assert.notStrictEqual(r.code, 0)
+      assert.isFalse(fs.existsSync(out), "the target was not published")
+    } else {
+      // it finished before it could be interrupted: then the target is whole
+      assert.strictEqual(fs.statSync(out).size, fs.statSync(big).size)
+    }
+    assert.deepStrictEqual(fs.readdirSync(dir).filter((name) => name.includes(".export-")), [], "no temporary file is left")
+  }, 180_000)
+
+  it("SIGINT during verify of a large file ends it", async () => {
+    let started = 0
+    const r = await interrupt(["verify", "--json", big], "SIGINT", () => ++started > 40)
+    assert.isFalse(r.hung, "the command ended after the signal")
+  }, 180_000)
+})
