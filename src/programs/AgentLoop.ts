@@ -221,7 +221,10 @@ export const make = <
           const progress = { steps: 0 }
           const exit = yield* Effect.exit(restore(runSteps(ctx, turn, input, progress)))
           const reason = endReason(exit)
-          const ended = yield* Effect.exit(session.append("turn/end", { turn, reason }))
+          // the turn's end, then checkpoint (d): a finished turn is stored before runTurn returns
+          const ended = yield* Effect.exit(
+            checkpointOn ? Effect.zipLeft(session.append("turn/end", { turn, reason }), session.flush) : session.append("turn/end", { turn, reason })
+          )
           if (Exit.isFailure(exit)) {
             // provider, checkpoint and hook failures end the turn `error`; interruption, log failures and defects propagate
             const turnFailed = Option.isSome(Cause.failureOption(exit.cause).pipe(

@@ -8,7 +8,10 @@ import * as acp from "@agentclientprotocol/sdk"
 import * as AiError from "@effect/ai/AiError"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { makeMemoryStore } from "../../src/layers/MemoryStore.js"
 import { MODE_EVENT } from "../../src/programs/acp/Acp.js"
+import { SessionStore, type SessionStoreShape } from "../../src/services/SessionStore.js"
 import { call, connect, waitFor, CWD, environment, expectError, headerReasons, say, storedEvents } from "./helpers.js"
 
 const newSession = (h: { request: (m: string, p: unknown) => Effect.Effect<any, acp.RequestError> }) =>
@@ -96,6 +99,33 @@ describe("ACP agent (in-process)", () => {
       assert.strictEqual((tools[0] as any).kind, "read")
       assert.deepStrictEqual((tools[2] as any).content, [{ type: "content", content: { type: "text", text: "contents of a.txt" } }])
     }).pipe(Effect.provide(environment([call("c1", "read_file", { path: "a.txt" }), say("done")]).layer)))
+
+  it.scoped("§7.3 sessions are batched by default: the store is written at the checkpoints, not once per streamed chunk", () =>
+    Effect.gen(function*() {
+      const writes: Array<number> = []
+      const inner = yield* makeMemoryStore()
+      const counting: SessionStoreShape = {
+        ...inner,
+        append: (id, events, options) => Effect.zipRight(Effect.sync(() => void writes.push(events.length)), inner.append(id, events, options))
+      }
+      yield* Effect.gen(function*() {
+        const h = yield* connect()
+        const id = yield* newSession(h)
+        const answer = yield* h.request("session/prompt", { sessionId: id, prompt: [{ type: "text", text: "read a" }] })
+        assert.strictEqual(answer.stopReason, "end_turn")
+        const stored = (yield* inner.load(id)).events.length
+        // every event of the turn is stored when the prompt answers (checkpoint at the turn's end)
+        assert.strictEqual(writes.reduce((a, b) => a + b, 0), stored)
+        // written at the checkpoints: pre-step, before the model, before the tool body, pre-step 2,
+        // before the model again, the turn's end; far fewer writes than events (the chunks ride along)
+        assert.isAtMost(writes.length, 6)
+        assert.isAbove(stored, 2 * writes.length)
+      }).pipe(Effect.provide(
+        environment([call("c1", "read_file", { path: "a.txt" }), say("done, the file says hello")], {
+          store: Layer.succeed(SessionStore, counting)
+        }).layer
+      ))
+    }))
 
   it.scoped("stop reasons: max_tokens, max_turn_requests, refusal; a failed turn is a JSON-RPC error after its output", () =>
     Effect.gen(function*() {

@@ -320,7 +320,7 @@ describe("agent loop details", () => {
       [{ type: "tool-call", id: "k2", name: "list_files", params: { dir: "." } }, { type: "finish", reason: "tool-calls" }]
     ]))))
 
-  it.scoped("§7.3 the checkpoint flushes at every pre-step boundary, before each model request and before each tool body", () =>
+  it.scoped("§7.3 the checkpoint flushes at every pre-step boundary, before each model request, before each tool body and at the turn's end", () =>
     Effect.gen(function*() {
       const inner = yield* SessionLive.create({ id: "checkpoint" })
       // every flush records how long the log was when it ran
@@ -346,7 +346,8 @@ describe("agent loop details", () => {
         seqOf("tool/call") + 1, // (b) before the body of p1
         seqOf("tool/call", 1) + 1, // (b) before the body of p2
         seqOf("step/end") + 1, // (c) pre-step 2
-        seqOf("step/start", 1) + 1 // (a) step 2 inherits the header
+        seqOf("step/start", 1) + 1, // (a) step 2 inherits the header
+        events.length // (d) after turn/end: a finished turn is stored before runTurn returns
       ])
       // the bodies ran right after their checkpoints
       assert.deepStrictEqual(bodyAt, [seqOf("tool/call") + 1, seqOf("tool/call", 1) + 1])

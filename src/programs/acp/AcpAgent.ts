@@ -39,7 +39,7 @@ import {
 import { permissionGate } from "./AcpPermission.js"
 import { defaultPresenter, projectTranscript, type ToolPresenter } from "./AcpProjection.js"
 import { PROMPT_CAPABILITIES, promptText, stopReasonOf } from "./AcpPrompt.js"
-import { type AcpSession, sendAll, SessionFactory, startOutbound } from "./AcpSessions.js"
+import { type AcpSession, sendAll, SessionFactory, type SessionPersistence, startOutbound } from "./AcpSessions.js"
 
 /** A streamed read stopped at the header (`storedCwd`). */
 class HeaderRead extends Data.TaggedClass("HeaderRead")<{ readonly cwd: string | undefined }> {}
@@ -63,6 +63,12 @@ export interface AcpAgentOptions<Tools extends Record<string, Tool.Any>> {
   readonly presenter?: ToolPresenter
   /** Model requests per prompt before it stops with `max_turn_requests` (default 50). */
   readonly maxTurnRequests?: number
+  /**
+   * How the agent's sessions reach the store (default batched: streamed chunks never wait for the
+   * disk; the agent loop's checkpoints flush before each model request and tool body, at each step
+   * boundary and at the end of each turn, and a mode switch is flushed at once).
+   */
+  readonly persistence?: SessionPersistence
 }
 
 /** What the agent needs from its context. */
@@ -101,6 +107,7 @@ export const makeAgentApp = <Tools extends Record<string, Tool.Any>>(
     const store = yield* SessionStore
     const modes = options.modes ?? defaultModes(options.readOnlyTools ?? [])
     const presenter = options.presenter ?? defaultPresenter
+    const persistence: SessionPersistence = options.persistence ?? { mode: "batched" }
     const gated: ReadonlySet<string> = new Set(options.gatedTools ?? [])
     /** Sessions of the connection; `"reserved"` while a load or resume is opening one. */
     const sessions = new Map<string, AcpSession | "reserved">()
@@ -196,7 +203,7 @@ export const makeAgentApp = <Tools extends Record<string, Tool.Any>>(
         yield* reserve(id)
         const scope = yield* Scope.make()
         const opened = yield* Effect.exit(Effect.gen(function*() {
-          const session = yield* factory.open(id).pipe(Scope.extend(scope))
+          const session = yield* factory.open(id, { persistence }).pipe(Scope.extend(scope))
           const cwd = session.header.cwd
           if (cwd === undefined) return yield* invalidParams("the stored session has no cwd", id)
           if (cwd !== params.cwd) return yield* invalidParams(`the session belongs to ${cwd}, not ${params.cwd}`, id)
@@ -218,6 +225,8 @@ export const makeAgentApp = <Tools extends Record<string, Tool.Any>>(
         if (!modes.some((m) => m.id === modeId)) return yield* invalidParams(`unknown mode "${modeId}"`, entry.id)
         if (modeId === entry.mode) return
         yield* entry.session.appendUnknown(MODE_EVENT, { modeId }, { ignorable: true })
+        // a switch is durable before it is acknowledged
+        yield* entry.session.flush
         entry.mode = modeId
         yield* entry.drain // current_mode_update before the answer
       })
@@ -282,7 +291,7 @@ export const makeAgentApp = <Tools extends Record<string, Tool.Any>>(
           const id = yield* nextId
           yield* reserve(id)
           const scope = yield* Scope.make()
-          const created = yield* Effect.exit(factory.create({ id, header: { cwd: params.cwd } }).pipe(Scope.extend(scope)))
+          const created = yield* Effect.exit(factory.create({ id, header: { cwd: params.cwd }, persistence }).pipe(Scope.extend(scope)))
           if (Exit.isFailure(created)) {
             sessions.delete(id)
             yield* Scope.close(scope, Exit.void)

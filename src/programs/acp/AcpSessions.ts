@@ -19,16 +19,25 @@ import { type CreateError, type ReadError, SessionStore } from "../../services/S
 import type { AgentError, AgentLoop, TurnResult } from "../AgentLoopModels.js"
 import { makeProjector, type ProjectionOptions } from "./AcpProjection.js"
 
+/** How a session's appends reach its store (`SessionLive`'s `persistence` option). */
+export type SessionPersistence = { readonly mode: "durable" } | { readonly mode: "batched"; readonly windowMs?: number }
+
 /** Options of a session the adapter creates. */
 export interface CreateSessionOptions {
   readonly id: string
   readonly header: Record<string, unknown>
+  readonly persistence?: SessionPersistence
+}
+
+/** Options of a session the adapter opens. */
+export interface OpenSessionOptions {
+  readonly persistence?: SessionPersistence
 }
 
 /** How the adapter creates and opens (resumes, with crash repair) sessions; handles live in the scope. */
 export interface SessionFactoryShape {
   readonly create: (options: CreateSessionOptions) => Effect.Effect<SessionShape, CreateError, Scope.Scope>
-  readonly open: (id: string) => Effect.Effect<SessionShape, ReadError | AppendError, Scope.Scope>
+  readonly open: (id: string, options?: OpenSessionOptions) => Effect.Effect<SessionShape, ReadError | AppendError, Scope.Scope>
 }
 
 /** The adapter's session constructors. */
@@ -40,7 +49,7 @@ export class SessionFactory extends Context.Tag("effect-session-log/acp/SessionF
 /** Session constructors over the current `SessionStore` (pass `SessionLive.create` and `SessionLive.open`). */
 export interface SessionConstructors {
   readonly create: (options: CreateSessionOptions) => Effect.Effect<SessionShape, CreateError, SessionStore | Scope.Scope>
-  readonly open: (id: string) => Effect.Effect<SessionShape, ReadError | AppendError, SessionStore | Scope.Scope>
+  readonly open: (id: string, options?: OpenSessionOptions) => Effect.Effect<SessionShape, ReadError | AppendError, SessionStore | Scope.Scope>
 }
 
 /** The factory from session constructors, over the provided store. */
@@ -49,7 +58,7 @@ export const layerSessionFactory = (constructors: SessionConstructors): Layer.La
     SessionFactory,
     Effect.map(SessionStore, (store) => ({
       create: (options) => Effect.provideService(constructors.create(options), SessionStore, store),
-      open: (id) => Effect.provideService(constructors.open(id), SessionStore, store)
+      open: (id, options) => Effect.provideService(constructors.open(id, options), SessionStore, store)
     }))
   )
 
