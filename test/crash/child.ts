@@ -8,7 +8,9 @@
  * Environment: CRASH_FAILPOINT = none | before-write | after-write | mid-batch | tool-body |
  * compaction | repair; CRASH_K = which occurrence fires (1-based); CRASH_SEED = script seed;
  * CRASH_BIG = 1 to make every tool result a large multi-byte event (mid-batch uses this);
- * CRASH_TURNS = turns before printing `done` (default 100).
+ * CRASH_TURNS = turns before printing `done` (default 100); CRASH_MODE = durable (default: an ack
+ * after every append) | batched (write-behind, acks after the flush of each §7.3 checkpoint:
+ * pre-step, before the model request, before a tool body, at the turn's end).
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
@@ -29,6 +31,8 @@ const failpoint = process.env.CRASH_FAILPOINT ?? "none"
 const K = Number(process.env.CRASH_K ?? "1")
 const big = process.env.CRASH_BIG === "1"
 const maxTurns = Number(process.env.CRASH_TURNS ?? "100")
+/** `durable` (each append acknowledged once stored) or `batched` (write-behind; acknowledged at checkpoints). */
+const mode = process.env.CRASH_MODE === "batched" ? "batched" : "durable"
 let seed = Number(process.env.CRASH_SEED ?? "1") >>> 0
 
 /** mulberry32: a small deterministic PRNG for the script. */
@@ -106,17 +110,24 @@ const agent = Effect.gen(function*() {
   const store = yield* SessionStore
   opening = true
   const existing = yield* Effect.either(store.load(sessionId))
+  // batched: a short window (background writes happen too) and the agent loop's checkpoints
+  const persistence = mode === "batched" ? { mode: "batched" as const, windowMs: 50 } : { mode: "durable" as const }
   const session = existing._tag === "Right"
-    ? yield* SessionLive.open(sessionId)
-    : yield* SessionLive.create({ id: sessionId, header: { cwd: "/crash" } })
+    ? yield* SessionLive.open(sessionId, { persistence })
+    : yield* SessionLive.create({ id: sessionId, header: { cwd: "/crash" }, persistence })
   opening = false
   const log = yield* session.events
   say(`ready ${log.length}`)
+  // durable: acknowledged when the append returns; batched: when a checkpoint's flush returns
+  const pending: Array<Event> = []
+  const ack = (e: Event) => say(`ack ${e.seq} ${sha1(e)}`)
   const append = ((type: string, data: unknown, options?: unknown) =>
     Effect.tap(
       session.appendUnknown(type, data, options as never),
-      (e) => Effect.sync(() => say(`ack ${e.seq} ${sha1(e)}`))
+      (e) => Effect.sync(() => mode === "durable" ? ack(e) : void pending.push(e))
     )) as (type: string, data: unknown, options?: unknown) => Effect.Effect<Event, Session.AppendError>
+  /** A checkpoint of SPEC §7.3 (the agent loop's): flush, then everything so far is acknowledged. */
+  const checkpoint = Effect.zipRight(session.flush, Effect.sync(() => pending.splice(0).forEach(ack)))
 
   const lastTurn = [...log].reverse().find((e) => e.type === "turn/start")
   let turn = lastTurn === undefined ? 0 : (lastTurn.data as { turn: number }).turn
@@ -129,6 +140,7 @@ const agent = Effect.gen(function*() {
     // a step with tool calls in every turn when the failpoint needs one (tool body, large result)
     const steps = failpoint === "tool-body" || big ? 2 + pick(2) : 1 + pick(3)
     for (let step = 1; step <= steps; step++) {
+      yield* checkpoint // (c) pre-step
       yield* append("step/start", { turn, step })
       if (step === 1) {
         yield* append("user/message", {
@@ -145,6 +157,7 @@ const agent = Effect.gen(function*() {
           reason: log.length === 0 ? "initial" : "resume"
         })
       }
+      yield* checkpoint // (a) before the model request
       const chunkSeqs: Array<number> = []
       const words = ["Working ", "on ", `step ${step}.`]
       yield* append("assistant/chunk", { turn, step, chunk: { type: "block-start", index: 0, blockType: "text" } })
@@ -168,6 +181,7 @@ const agent = Effect.gen(function*() {
       void assistant
       for (const id of ids) {
         const call = yield* append("tool/call", { turn, step, callId: id, name: "run", arguments: "{}" })
+        yield* checkpoint // (b) before the tool body
         if (fires("tool-body")) yield* pause("tool-body")
         const output = big ? `${"é".repeat(150_000)}${"x".repeat(200_000)}${"✓".repeat(1000)}` : `output of ${id}`
         yield* append("tool/result", {
@@ -184,6 +198,7 @@ const agent = Effect.gen(function*() {
       yield* append("step/end", { turn, step })
     }
     yield* append("turn/end", { turn, reason: { kind: "completed" } })
+    yield* checkpoint // (d) the turn's end
     // a compaction between turns, sometimes (always when it is the selected failpoint)
     if (failpoint === "compaction" || pick(4) === 0) {
       const nodes = yield* session.surface.nodes
@@ -213,6 +228,7 @@ const agent = Effect.gen(function*() {
         })
         if (fires("compaction")) yield* pause("compaction-replace")
         yield* append("compaction/end", { compactionId, turn: null })
+        yield* checkpoint
       }
     }
   }

@@ -10,9 +10,14 @@
  * one result, a second open (another store instance) changes no byte or row, and SQLite passes
  * `PRAGMA integrity_check`.
  *
- * Running more trials (the default is 50 per backend):
+ * Each backend runs in both persistence modes: durable (the child acknowledges every append once
+ * it returns) and batched (write-behind with a 50 ms window; the child acknowledges what a §7.3
+ * checkpoint's flush stored: pre-step, before the model request, before a tool body, at the turn's
+ * end), so the guarantees are checked for the agent's default mode too.
+ *
+ * Running more trials (the default is 50 per backend and mode):
  *   CRASH_TRIALS=1000 npx vitest run test/crash/crash.test.ts
- * Other knobs: CRASH_SEED (plan seed, printed on failure), CRASH_BACKENDS=jsonl,sqlite,
+ * Other knobs: CRASH_SEED (plan seed, printed on failure), CRASH_BACKENDS=jsonl,sqlite, CRASH_MODES=durable,batched,
  * CRASH_CHILD_RUNNER=tsx (run the child through node_modules/.bin/tsx instead of a bundle made
  * once with tsx's esbuild; same code, ~2-4 s slower start per trial on a busy machine).
  */
@@ -44,6 +49,8 @@ import * as Seed from "../../src/services/Seed.js"
 const TRIALS = Number(process.env.CRASH_TRIALS ?? "50")
 const SEED = Number(process.env.CRASH_SEED ?? "20251130")
 const BACKENDS = (process.env.CRASH_BACKENDS ?? "jsonl,sqlite").split(",") as Array<"jsonl" | "sqlite">
+/** Persistence modes of the child: durable (an ack per append) and batched (acks at the §7.3 checkpoints). */
+const MODES = (process.env.CRASH_MODES ?? "durable,batched").split(",") as Array<"durable" | "batched">
 const RUNNER = process.env.CRASH_CHILD_RUNNER ?? "bundle"
 /** Trials that share one session (its log grows across them); then a fresh session. */
 const TRIALS_PER_SESSION = 10
@@ -60,6 +67,7 @@ const childCommand = (): ReadonlyArray<string> => {
 }
 
 interface ChildRun {
+  readonly mode: "durable" | "batched"
   readonly failpoint: string
   readonly k: number
   /** Kill this many ms after `ready` (random-time kills). */
@@ -85,6 +93,7 @@ const runChild = (kind: string, location: string, id: string, run: ChildRun): Ef
       env: {
         ...process.env,
         NODE_PATH: join(repo, "node_modules"),
+        CRASH_MODE: run.mode,
         CRASH_FAILPOINT: run.failpoint,
         CRASH_K: String(run.k),
         CRASH_BIG: run.big === true ? "1" : "0",
@@ -196,18 +205,20 @@ const FAILPOINTS: Record<"jsonl" | "sqlite", ReadonlyArray<string>> = {
 
 describe("crash harness", () => {
   afterAll(() => rmSync(work, { recursive: true, force: true }))
-  for (const kind of BACKENDS) {
-    it.scopedLive(`${kind}: ${TRIALS} SIGKILL trials keep every acknowledged event and repair to a valid log`, () =>
+  for (const kind of BACKENDS) for (const mode of MODES) {
+    it.scopedLive(`${kind}, ${mode}: ${TRIALS} SIGKILL trials keep every acknowledged event and repair to a valid log`, () =>
       Effect.gen(function*() {
-        const rand = prng(SEED + (kind === "jsonl" ? 0 : 1))
-        const location = kind === "jsonl" ? join(work, "jsonl") : join(work, "sessions.db")
+        const rand = prng(SEED + (kind === "jsonl" ? 0 : 1) + (mode === "durable" ? 0 : 2))
+        const location = kind === "jsonl" ? join(work, `jsonl-${mode}`) : join(work, `sessions-${mode}.db`)
+        // batched mode writes once per checkpoint: fewer writes per turn to choose a failpoint from
+        const writeK = mode === "durable" ? 60 : 20
         const stats = new Map<string, { trials: number; paused: number; acks: number }>()
         let acked = new Map<number, string>()
         let id = ""
         const started = Date.now()
         for (let trial = 0; trial < TRIALS; trial++) {
           if (trial % TRIALS_PER_SESSION === 0) {
-            id = `s-${kind}-${trial / TRIALS_PER_SESSION}`
+            id = `s-${kind}-${mode}-${trial / TRIALS_PER_SESSION}`
             acked = new Map()
           }
           const failpoint = FAILPOINTS[kind][rand(FAILPOINTS[kind].length)]
@@ -215,30 +226,30 @@ describe("crash harness", () => {
           const runs: Array<ChildRun> = []
           switch (failpoint) {
             case "random":
-              runs.push({ failpoint: "none", k: 1, killAfterMs: rand(400), turns: 100, seed })
+              runs.push({ mode, failpoint: "none", k: 1, killAfterMs: rand(400), turns: 100, seed })
               break
             case "before-write":
             case "after-write":
-              runs.push({ failpoint, k: 1 + rand(60), turns: 8, seed })
+              runs.push({ mode, failpoint, k: 1 + rand(writeK), turns: 8, seed })
               break
             case "mid-batch":
-              runs.push({ failpoint, k: 1, big: true, turns: 3, seed })
+              runs.push({ mode, failpoint, k: 1, big: true, turns: 3, seed })
               break
             case "tool-body":
-              runs.push({ failpoint, k: 1 + rand(3), turns: 8, seed })
+              runs.push({ mode, failpoint, k: 1 + rand(3), turns: 8, seed })
               break
             case "compaction":
-              runs.push({ failpoint, k: 1 + rand(3), turns: 3, seed })
+              runs.push({ mode, failpoint, k: 1 + rand(3), turns: 3, seed })
               break
             case "repair":
               // leave something to repair (JSONL: a torn tail too), then die inside open's repair
               // (with a torn tail open writes twice: truncation, then closers and marker)
               if (kind === "jsonl" && rand(2) === 0) {
-                runs.push({ failpoint: "mid-batch", k: 1, big: true, turns: 3, seed })
-                runs.push({ failpoint: "repair", k: 1 + rand(2), turns: 2, seed: seed + 1 })
+                runs.push({ mode, failpoint: "mid-batch", k: 1, big: true, turns: 3, seed })
+                runs.push({ mode, failpoint: "repair", k: 1 + rand(2), turns: 2, seed: seed + 1 })
               } else {
-                runs.push({ failpoint: "tool-body", k: 1, turns: 3, seed })
-                runs.push({ failpoint: "repair", k: 1, turns: 2, seed: seed + 1 })
+                runs.push({ mode, failpoint: "tool-body", k: 1, turns: 3, seed })
+                runs.push({ mode, failpoint: "repair", k: 1, turns: 2, seed: seed + 1 })
               }
               break
           }
@@ -269,7 +280,7 @@ describe("crash harness", () => {
         }
         const seconds = ((Date.now() - started) / 1000).toFixed(1)
         console.log(
-          `crash harness ${kind}: ${TRIALS} trials in ${seconds} s; ` +
+          `crash harness ${kind}, ${mode}: ${TRIALS} trials in ${seconds} s; ` +
             [...stats].map(([f, s]) => `${f}: ${s.trials} trials, ${s.paused} paused at failpoint, ${s.acks} acks`)
               .join("; ")
         )
