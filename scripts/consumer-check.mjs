@@ -95,7 +95,8 @@ const firstTurn: Effect.Effect<ReadonlyArray<Message>, Session.AppendError, Sess
   return yield* session.messages
 })
 
-const sqlite: Layer.Layer<SessionStore.SessionStore, Errors.StoreSchemaMismatch | Errors.StoreFailure> =
+// opening a SQLite file: a foreign database (StoreSchemaMismatch), a malformed one (StoreCorrupt L7), I/O
+const sqlite: Layer.Layer<SessionStore.SessionStore, Errors.StoreSchemaMismatch | Errors.StoreCorrupt | Errors.StoreFailure> =
   SqliteStore.layerSqliteStore({ filename: "./typed.db" })
 const jsonl: Layer.Layer<SessionStore.SessionStore> = JsonlStore.layerJsonlStore({ root: "./sessions" }).pipe(
   Layer.provide(FileSystem.layerNoop({})),

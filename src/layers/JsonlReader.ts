@@ -12,7 +12,7 @@ import { StoreFailure } from "../schema/Errors.js"
 import { DEFAULT_MAX_LINE_BYTES } from "../schema/Format.js"
 import type { EventSink, LoadError, LoadResult, LoadSummary } from "../services/SessionStore.js"
 import { inoOf, isNotFound } from "./JsonlFiles.js"
-import { type Scanned, Scanner, type ScanOptions } from "./JsonlFormat.js"
+import { type Scanned, Scanner, type ScanOptions, seqAfterLine } from "./JsonlScanner.js"
 
 const READ_CHUNK = 65_536
 const READ_ATTEMPTS = 3
@@ -191,3 +191,30 @@ export const readJsonlFileEach = <E, R>(
     const { events: _, ...summary } = toLoadResult(scanned)
     return { ...summary, count: scanned.result.nextSeq }
   })
+
+/**
+ * The seq after the record at `lastRecord.start` of the file at `file` (`size` bytes) when it is
+ * the file's one complete last line and a committed record from `lastRecord.seq`; else
+ * `undefined` (a writer then rescans). Reads only that line.
+ */
+export const lastRecordEnd = (
+  fs: FileSystem.FileSystem,
+  file: string,
+  lastRecord: { readonly start: number; readonly seq: number },
+  size: number,
+  maxLineBytes: number
+): Effect.Effect<number | undefined> =>
+  Effect.scoped(Effect.gen(function*() {
+    const length = size - lastRecord.start
+    if (length <= 0 || length > maxLineBytes + 1) return undefined
+    const handle = yield* fs.open(file, { flag: "r" })
+    yield* handle.seek(lastRecord.start, "start")
+    const bytes = new Uint8Array(length)
+    let read = 0
+    while (read < length) {
+      const n = Number(yield* handle.read(bytes.subarray(read)))
+      if (n === 0) return undefined
+      read += n
+    }
+    return seqAfterLine(bytes, lastRecord.seq)
+  })).pipe(Effect.orElseSucceed(() => undefined))
