@@ -22,6 +22,7 @@ import * as SessionLive from "../src/layers/SessionLive.js"
 import { layerSqliteStore } from "../src/layers/SqliteStore.js"
 import * as Acp from "../src/programs/acp/Acp.js"
 import { buildWorkload } from "./core.js"
+import { median } from "./stats.js"
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 10_000)
 const RUNS = Number(process.env.BENCH_RUNS ?? 5)
@@ -71,7 +72,6 @@ const acpLoad = Effect.scoped(Effect.gen(function*() {
   return { ms: performance.now() - start, size: updates }
 }))
 
-const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 
 const main = Effect.gen(function*() {
   const events = yield* write

@@ -17,6 +17,7 @@ import { utf8Length } from "../src/schema/Json.js"
 import * as SessionLive from "../src/layers/SessionLive.js"
 import { deriveEventMessage, foldSurface } from "../src/services/SurfaceManager.js"
 import { workload } from "./workload.js"
+import { fmt, median } from "./stats.js"
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 100_000)
 const RUNS = Number(process.env.BENCH_RUNS ?? 3)
@@ -207,13 +208,7 @@ const measureHeap = (n: number): Promise<HeapFigures> =>
     return { events: count, jsonBytes: jsonBytes / count, sessionBytes: sessionBytes / count, parsedBytes: parsedBytes / count }
   })).pipe(Effect.provide(layerMemoryStore())))
 
-const median = (xs: ReadonlyArray<number>) => {
-  const s = [...xs].sort((a, b) => a - b)
-  return s[Math.floor(s.length / 2)]
-}
 
-const fmt = (x: number, digits = 0) =>
-  x.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })
 
 const main = async () => {
   // first, in a heap holding nothing else of the bench

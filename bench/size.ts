@@ -26,6 +26,7 @@ import type { SessionHeader } from "../src/schema/SessionHeader.js"
 import { type PreparedEvent, prepareValidated } from "../src/services/PrepareEvent.js"
 import { SessionStore } from "../src/services/SessionStore.js"
 import { DEFAULT_TURNS, describeWorkload, workload } from "./workload.js"
+import { fmt, median } from "./stats.js"
 
 const TURNS = Number(process.env.BENCH_TURNS ?? DEFAULT_TURNS)
 const RUNS = Number(process.env.BENCH_RUNS ?? 3)
@@ -163,13 +164,7 @@ const rawRead = (file: string): { readonly ms: number; readonly events: number }
   return { ms: performance.now() - t, events: events - 1 } // the header line is not an event
 }
 
-const median = (xs: ReadonlyArray<number>) => {
-  const s = [...xs].sort((a, b) => a - b)
-  return s[Math.floor(s.length / 2)]
-}
 
-const fmt = (x: number, digits = 0) =>
-  x.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })
 
 const main = async () => {
   const tmp = fs.mkdtempSync(nodePath.join(os.tmpdir(), "esl-bench-size-"))

@@ -34,6 +34,7 @@ import * as SessionLive from "../src/layers/SessionLive.js"
 import { SessionStore } from "../src/services/SessionStore.js"
 import { buildWorkload } from "./core.js"
 import * as Pg from "./postgres.js"
+import { fmt, median } from "./stats.js"
 
 const PER_APPEND = Number(process.env.BENCH_PER_APPEND ?? 1_000)
 const BATCHED = Number(process.env.BENCH_BATCHED ?? 20_000)
@@ -202,7 +203,6 @@ interface Row {
   readonly target: string
 }
 
-const fmt = (n: number, d = 0) => n.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d })
 
 /** Ours and the raw baseline back to back, in alternating order from run to run (disk drift hits both). */
 const pair = async (rawFirst: boolean, ours: () => Promise<number>, raw: () => number | Promise<number>) => {
@@ -318,7 +318,6 @@ const measure = async (runIndex: number): Promise<Array<Row>> => {
   return rows
 }
 
-const median = (xs: ReadonlyArray<number>): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 
 const ratioOf = (r: Row) => r.higherIsBetter ? r.rawMs / r.ms : r.ms / r.rawMs
 
