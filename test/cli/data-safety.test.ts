@@ -257,10 +257,14 @@ describe("export --out does not overwrite without --force", () => {
     assert.strictEqual(people.stdout, "")
     assertUntouched(before, root, "refused export")
 
+    fs.chmodSync(target, 0o600)
     const forced = await cli(["export", "--json", "--force", "--store", store, "--session", "x", "--out", target])
     assert.strictEqual(forced.code, 0, forced.stderr)
     assert.deepStrictEqual(json(forced), { sessions: 1, events: 3 })
     assert.strictEqual(fs.readFileSync(target, "utf8"), validLog("x"))
+    // the overwritten file keeps its permission bits; nothing else is left in the directory
+    assert.strictEqual(fs.statSync(target).mode & 0o777, 0o600)
+    assert.isFalse(fs.readdirSync(root).some((name) => name.includes(".export-")), "no temporary file is left")
   })
 
   it("a whole-store export into a directory holding one of the files writes none of them", async () => {

@@ -85,9 +85,11 @@ const writeExportFile = (path: string, fresh: boolean, session: Exported) =>
       yield* streamJsonl(session, (text) => handle.writeAll(encoder.encode(text)))
       yield* handle.sync
     }))
+    // an overwritten file keeps its permission bits (a private export stays private)
+    const keepMode = Effect.flatMap(fs.stat(path), (info) => fs.chmod(temp, info.mode & 0o7777))
     const publish = fresh
       ? fs.link(temp, path).pipe(Effect.catchIf(isAlreadyExists, () => new OutputExists({ paths: [path] })))
-      : fs.rename(temp, path)
+      : Effect.zipRight(keepMode, fs.rename(temp, path))
     yield* Effect.zipRight(write, publish).pipe(Effect.ensuring(fs.remove(temp).pipe(Effect.ignore)))
   })
 
