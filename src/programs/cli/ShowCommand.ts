@@ -79,22 +79,28 @@ const showPasses = (o: Parameters<typeof showFilter>[0] & Parameters<typeof reso
   Effect.gen(function*() {
     const filter = yield* showFilter(o)
     const reader = yield* resolveSource(o)
-    const pass = (skip: number, onKept: (events: ReadonlyArray<Event>) => Effect.Effect<void>) => {
+    // the matches numbered [from, to) of one read, handed on chunk by chunk
+    const pass = (from: number, to: number, onKept: (events: ReadonlyArray<Event>) => Effect.Effect<void>) => {
       const matches = eventMatcher(filter)
       let index = 0
       return readEach(reader.read, reader.reload, (events) => {
         const out: Array<Event> = []
-        for (const e of events) if (matches(e) && index++ >= skip) out.push(e)
+        for (const e of events) {
+          if (!matches(e)) continue
+          if (index >= from && index < to) out.push(e)
+          index++
+        }
         return out.length === 0 ? Effect.void : onKept(out)
       })
     }
     let matched = 0
-    yield* pass(0, (events) => Effect.sync(() => void (matched += events.length)))
+    yield* pass(0, Infinity, (events) => Effect.sync(() => void (matched += events.length)))
     const skip = filter.tail === undefined ? 0 : Math.max(0, matched - filter.tail)
     return {
       filter,
       count: matched - skip,
-      kept: (onKept: (events: ReadonlyArray<Event>) => Effect.Effect<void>) => pass(skip, onKept)
+      // the log as the first read saw it: events a writer appends meanwhile are not shown
+      kept: (onKept: (events: ReadonlyArray<Event>) => Effect.Effect<void>) => pass(skip, matched, onKept)
     }
   })
 
