@@ -36,11 +36,22 @@ export const stopServer = (): void => {
 /** A fresh, empty schema of the bench's server: the URL that uses it. */
 export const freshUrl = async (): Promise<string> => (await createSchema(cluster!.url)).url
 
-/** A fresh schema holding the canonical tables (for the raw baselines), with the session `bench` row. */
+/**
+ * The raw baselines' tables: a `sessions` row per session and one `events` row per event, its
+ * JSON fields as text (the plain layout a hand-written event store would use).
+ */
+const RAW_TABLES = [
+  CANONICAL_SCHEMA.find((t) => t.name === "sessions")!.sql,
+  `CREATE TABLE events (
+     session_id TEXT NOT NULL REFERENCES sessions(id), seq BIGINT NOT NULL, type TEXT NOT NULL, time BIGINT NOT NULL,
+     data TEXT NOT NULL, source_event_seqs TEXT, surface_op TEXT, ignorable BOOLEAN, PRIMARY KEY (session_id, seq))`
+]
+
+/** A fresh schema holding the raw baselines' tables, with the session `bench` row. */
 const freshTables = async (sessions: ReadonlyArray<string>): Promise<string> => {
   const url = await freshUrl()
   await withClient(url, async (c) => {
-    for (const table of CANONICAL_SCHEMA) await c.query(table.sql)
+    for (const table of RAW_TABLES) await c.query(table)
     for (const id of sessions) {
       await c.query("INSERT INTO sessions (id, version, created_at, next_seq, revision) VALUES ($1, 1, 0, 0, 0)", [id])
     }

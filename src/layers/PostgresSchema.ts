@@ -10,13 +10,16 @@ import * as Effect from "effect/Effect"
 import { StoreSchemaMismatch } from "../schema/Errors.js"
 import type { Ownership } from "./SqlDialect.js"
 
-/** The schema version in the meta row; any other is refused (bump-and-reject). */
-export const SCHEMA_VERSION = 1
+/**
+ * The schema version in the meta row (README "SQL schema version 2"); version 1 is migrated by a
+ * writing open and read as it is by a read-only one; any other is refused (bump-and-reject).
+ */
+export const SCHEMA_VERSION = 2
 
 /** The application named in the meta row. */
 export const APPLICATION = "effect-session-log"
 
-/** The canonical tables (SPEC §7.6) in creation order: `events` references `sessions`. */
+/** The canonical tables of version 2 in creation order: `event_rows` references `sessions`. */
 export const CANONICAL_SCHEMA: ReadonlyArray<{ readonly name: string; readonly sql: string }> = [
   {
     name: "sessions",
@@ -35,16 +38,19 @@ export const CANONICAL_SCHEMA: ReadonlyArray<{ readonly name: string; readonly s
 )`
   },
   {
-    name: "events",
-    sql: `CREATE TABLE events (
+    name: "event_rows",
+    sql: `CREATE TABLE event_rows (
   session_id        TEXT    NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
   seq               BIGINT  NOT NULL,
+  members           INTEGER NOT NULL CHECK (members >= 1),
   type              TEXT    NOT NULL,
   time              BIGINT  NOT NULL,
-  data              TEXT    NOT NULL,
-  source_event_seqs TEXT,
+  data              TEXT,
+  data_z            BYTEA,
+  source_event_seqs BYTEA,
   surface_op        TEXT,
   ignorable         BOOLEAN CHECK (ignorable),
+  CHECK ((data IS NULL) <> (data_z IS NULL)),
   PRIMARY KEY (session_id, seq)
 )`
   },
@@ -67,24 +73,12 @@ export const CANONICAL_SCHEMA: ReadonlyArray<{ readonly name: string; readonly s
   }
 ]
 
-/**
- * What the catalogue shows of the canonical schema in the current schema (`catalogue` below):
- * every relation, every column (type, NOT NULL, identity) and every key or check constraint.
- */
-const CANONICAL_CATALOGUE = [
-  "relation events r",
+/** What the catalogue shows of the tables both versions share (`catalogue` below). */
+const SHARED_CATALOGUE = [
   "relation session_backups r",
   "relation session_backups_id_seq S",
   "relation session_log_meta r",
   "relation sessions r",
-  "column events.session_id text not null",
-  "column events.seq bigint not null",
-  "column events.type text not null",
-  "column events.time bigint not null",
-  "column events.data text not null",
-  "column events.source_event_seqs text null",
-  "column events.surface_op text null",
-  "column events.ignorable boolean null",
   "column session_backups.id bigint not null identity a",
   "column session_backups.session_id text not null",
   "column session_backups.taken_at bigint not null",
@@ -103,12 +97,50 @@ const CANONICAL_CATALOGUE = [
   "column sessions.agent_preset text null",
   "column sessions.next_seq bigint not null",
   "column sessions.revision bigint not null",
-  "constraint events c CHECK (ignorable)",
-  "constraint events f FOREIGN KEY (session_id) REFERENCES sessions(id) ON DELETE CASCADE",
-  "constraint events p PRIMARY KEY (session_id, seq)",
   "constraint session_backups p PRIMARY KEY (id)",
   "constraint sessions p PRIMARY KEY (id)"
 ]
+
+/**
+ * What the catalogue shows of the canonical schema of each version in the current schema: every
+ * relation, every column (type, NOT NULL, identity) and every key or check constraint.
+ */
+const CANONICAL_CATALOGUE: Record<1 | 2, ReadonlyArray<string>> = {
+  1: [
+    ...SHARED_CATALOGUE,
+    "relation events r",
+    "column events.session_id text not null",
+    "column events.seq bigint not null",
+    "column events.type text not null",
+    "column events.time bigint not null",
+    "column events.data text not null",
+    "column events.source_event_seqs text null",
+    "column events.surface_op text null",
+    "column events.ignorable boolean null",
+    "constraint events c CHECK (ignorable)",
+    "constraint events f FOREIGN KEY (session_id) REFERENCES sessions(id) ON DELETE CASCADE",
+    "constraint events p PRIMARY KEY (session_id, seq)"
+  ],
+  2: [
+    ...SHARED_CATALOGUE,
+    "relation event_rows r",
+    "column event_rows.session_id text not null",
+    "column event_rows.seq bigint not null",
+    "column event_rows.members integer not null",
+    "column event_rows.type text not null",
+    "column event_rows.time bigint not null",
+    "column event_rows.data text null",
+    "column event_rows.data_z bytea null",
+    "column event_rows.source_event_seqs bytea null",
+    "column event_rows.surface_op text null",
+    "column event_rows.ignorable boolean null",
+    "constraint event_rows c CHECK ((members >= 1))",
+    "constraint event_rows c CHECK (ignorable)",
+    "constraint event_rows c CHECK (((data IS NULL) <> (data_z IS NULL)))",
+    "constraint event_rows f FOREIGN KEY (session_id) REFERENCES sessions(id) ON DELETE CASCADE",
+    "constraint event_rows p PRIMARY KEY (session_id, seq)"
+  ]
+}
 
 /** The key of the advisory lock of the open (with a second key from the schema's name): "ESLG". */
 const LOCK_KEY = 0x45534c47
@@ -139,29 +171,32 @@ const catalogue = Effect.gen(function*() {
   return rows.map((r) => r.line)
 })
 
-const EXPECTED = `application=${APPLICATION}, schema_version=${SCHEMA_VERSION}`
+const EXPECTED = `application=${APPLICATION}, schema_version=1 or ${SCHEMA_VERSION}`
 
 const mismatch = (found: string, expected = EXPECTED) => new StoreSchemaMismatch({ rule: "S10", found, expected })
 
-/** S10 verdict on the meta rows (a `SELECT *`: the table may be another application's). */
-const metaVerdict = (rows: ReadonlyArray<Record<string, unknown>>): StoreSchemaMismatch | undefined => {
+/** S10 verdict on the meta rows (a `SELECT *`: the table may be another application's): the version found. */
+const metaVerdict = (rows: ReadonlyArray<Record<string, unknown>>): StoreSchemaMismatch | 1 | 2 => {
   const row = rows[0]
-  if (rows.length === 1 && row.application === APPLICATION && row.schema_version === SCHEMA_VERSION) return undefined
+  if (rows.length === 1 && row.application === APPLICATION && (row.schema_version === 1 || row.schema_version === 2)) {
+    return row.schema_version
+  }
   const shown = rows.slice(0, 3).map((r) => JSON.stringify(r)).join(", ")
   return mismatch(`${rows.length} session_log_meta rows${rows.length === 0 ? "" : `: ${shown}`}`)
 }
 
-/** S10 verdict on the catalogue of an owned schema: exactly the canonical objects. */
-const catalogueVerdict = (lines: ReadonlyArray<string>): StoreSchemaMismatch | undefined => {
+/** S10 verdict on the catalogue of an owned schema: exactly the canonical objects of its version. */
+const catalogueVerdict = (lines: ReadonlyArray<string>, version: 1 | 2): StoreSchemaMismatch | undefined => {
+  const canonical = CANONICAL_CATALOGUE[version]
   const found = new Set(lines)
-  const wanted = new Set(CANONICAL_CATALOGUE)
+  const wanted = new Set(canonical)
   const differences = [
     ...lines.filter((line) => !wanted.has(line)).map((line) => `${line} (extra)`),
-    ...CANONICAL_CATALOGUE.filter((line) => !found.has(line)).map((line) => `${line} (missing)`)
+    ...canonical.filter((line) => !found.has(line)).map((line) => `${line} (missing)`)
   ]
   return differences.length === 0
     ? undefined
-    : mismatch(`schema objects: ${differences.join(", ")}`, `the canonical schema of version ${SCHEMA_VERSION}`)
+    : mismatch(`schema objects: ${differences.join(", ")}`, `the canonical schema of version ${version}`)
 }
 
 /**
@@ -178,11 +213,14 @@ export const ownership = Effect.gen(function*() {
     return mismatch(`no session_log_meta table; relations: ${relations.join(", ")}`) as Ownership
   }
   const meta = yield* sql<Record<string, unknown>>`SELECT * FROM session_log_meta`
-  return (metaVerdict(meta) ?? catalogueVerdict(lines) ?? "owned") as Ownership
+  const version = metaVerdict(meta)
+  if (typeof version !== "number") return version as Ownership
+  return (catalogueVerdict(lines, version) ?? (version === 1 ? "older" : "owned")) as Ownership
 })
 
-/** Marks a schema as ours, in the transaction that created its tables. */
-export const stamp = Effect.flatMap(
-  SqlClient.SqlClient,
-  (sql) => sql`INSERT INTO session_log_meta (application, schema_version) VALUES (${APPLICATION}, ${SCHEMA_VERSION})`
-)
+/** Marks a schema as ours, of the current version, in the transaction that created or migrated its tables. */
+export const stamp = (created: boolean) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    created
+      ? sql`INSERT INTO session_log_meta (application, schema_version) VALUES (${APPLICATION}, ${SCHEMA_VERSION})`
+      : sql`UPDATE session_log_meta SET schema_version = ${SCHEMA_VERSION}`)

@@ -34,6 +34,14 @@ export interface PostgresStoreOptions {
   /** How long connecting may take (default 5,000). */
   readonly connectTimeoutMs?: number
   readonly maxEventBytes?: number
+  /**
+   * Open without writing anything (what the CLI's reading commands do): no schema in an empty
+   * database, no migration of a version-1 one, which is read as it is and refuses writes.
+   * Default `false`.
+   */
+  readonly readOnly?: boolean
+  /** Runs of streamed delta chunks as packed rows (SPEC Appendix A); `false`: one row per event. Default `true`. */
+  readonly packChunks?: boolean
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -142,16 +150,22 @@ export const postgresDialect: SqlDialect = {
 const toNumber = (text: string): number => Number(text)
 const toBoolean = (text: string): boolean => text === "t"
 const asText = (text: string): string => text
+/** BYTEA in the server's default `hex` output (`\x…`); any other form stays text (and fails the row check). */
+const toBytes = (text: string): Uint8Array | string =>
+  text.startsWith("\\x") ? Buffer.from(text.slice(2), "hex") : text
 
 /**
  * The text parsers of the store's client: integers (BIGINT included: all stored values are safe
- * integers, SPEC §7.6) and floats as numbers, booleans as booleans, everything else as text.
+ * integers, SPEC §7.6) and floats as numbers, booleans as booleans, BYTEA as bytes, everything
+ * else as text.
  */
 export const clientTypes = {
   getTypeParser: (oid: number): (text: string) => unknown => {
     switch (oid) {
       case 16: // bool
         return toBoolean
+      case 17: // bytea
+        return toBytes
       case 20: // int8
       case 21: // int2
       case 23: // int4
@@ -231,10 +245,13 @@ export const makePostgresStore = (
 ): Effect.Effect<SessionStoreShape, StoreSchemaMismatch | StoreFailure, Scope.Scope> =>
   Effect.gen(function*() {
     const sql = yield* postgresClient(options)
-    const storeOptions = { dialect: postgresDialect, location: displayLocation(urlOf(options)) }
-    return yield* makeSqlStore(
-      options.maxEventBytes === undefined ? storeOptions : { ...storeOptions, maxEventBytes: options.maxEventBytes }
-    ).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+    return yield* makeSqlStore({
+      dialect: postgresDialect,
+      location: displayLocation(urlOf(options)),
+      readOnly: options.readOnly === true,
+      packChunks: options.packChunks !== false,
+      ...(options.maxEventBytes === undefined ? {} : { maxEventBytes: options.maxEventBytes })
+    }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
   })
 
 /**

@@ -11,6 +11,8 @@ import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import type { ParseError } from "effect/ParseResult"
 import { StoreFailure, type StoreSchemaMismatch } from "../schema/Errors.js"
+import type { RowLayout } from "./SqlEventRows.js"
+import { migrateToVersion2 } from "./SqlMigrate.js"
 import { onConnection, reservePerOperation, transaction } from "./SqlTransaction.js"
 
 /** TEXT columns hold UTF-8: a lone surrogate would be stored as U+FFFD, not verbatim. */
@@ -26,11 +28,17 @@ export type DriverFailure =
 /** What a store's hot statement returns: the driver's raw result, or the rows as value arrays. */
 export type StatementResult = "raw" | "values"
 
-/** What the open's ownership check found (S1–S4, S10). */
-export type Ownership = "pristine" | "owned" | StoreSchemaMismatch
+/**
+ * What the open's ownership check found (S1–S4, S10): `owned` is the current schema version (2),
+ * `older` this product's version 1, exactly as its build created it.
+ */
+export type Ownership = "pristine" | "owned" | "older" | StoreSchemaMismatch
 
-/** The schema step of an open: the ownership check, and on a pristine database the creation. */
-export type SchemaStep = Effect.Effect<void, StoreSchemaMismatch | SqlError | ParseError, SqlClient.SqlClient>
+/**
+ * The schema step of an open: the ownership check, on a pristine database the creation, on a
+ * version-1 database the migration (unless read-only); the layout of the event rows after it.
+ */
+export type SchemaStep = Effect.Effect<RowLayout, StoreSchemaMismatch | StoreFailure | SqlError | ParseError, SqlClient.SqlClient>
 
 /** One database dialect of the SQL store. */
 export interface SqlDialect {
@@ -80,56 +88,84 @@ export interface SqlDialect {
     params: ReadonlyArray<unknown>,
     result: StatementResult
   ) => Effect.Effect<unknown, SqlError>
-  /** The canonical tables in creation order. */
+  /** The canonical tables of the current schema version in creation order. */
   readonly tables: ReadonlyArray<{ readonly name: string; readonly sql: string }>
   /** In the schema transaction, first: what the database holds (and any lock the check needs). */
   readonly ownership: Effect.Effect<Ownership, SqlError | ParseError, SqlClient.SqlClient>
-  /** In the schema transaction, after creating the tables: mark the database as ours. */
-  readonly stamp: Effect.Effect<void, SqlError, SqlClient.SqlClient>
+  /**
+   * In the schema transaction, after creating the tables (or migrating them): mark the database as
+   * ours, of the current version.
+   */
+  readonly stamp: (created: boolean) => Effect.Effect<void, SqlError, SqlClient.SqlClient>
   /**
    * The whole open of a new client around the schema step (connection settings before and
    * after it), with every failure mapped to the store's errors.
    */
-  readonly open: (schema: SchemaStep) => Effect.Effect<void, StoreSchemaMismatch | StoreFailure, SqlClient.SqlClient>
+  readonly open: (schema: SchemaStep) => Effect.Effect<RowLayout, StoreSchemaMismatch | StoreFailure, SqlClient.SqlClient>
 }
+
+/** What an open may write: everything it needs (`write`), or nothing at all (`read-only`). */
+export type OpenMode = "write" | "read-only"
 
 /**
  * The schema step: the ownership check in a read transaction (an open of a database that is ours
  * never waits for, nor takes, the write lock: a reader opens while a writer holds its transaction);
- * only a pristine database gets one write transaction that checks again, then creates the tables
- * and the stamp (S4: an interrupted first open leaves the database pristine). A foreign database
- * is refused and nothing in it is modified.
+ * only a pristine or a version-1 database gets one write transaction that checks again, then
+ * creates the tables and the stamp (S4: an interrupted first open leaves the database pristine) or
+ * migrates the rows to version 2 (atomically: an interrupted migration leaves version 1). A foreign
+ * database is refused and nothing in it is modified. A read-only open writes nothing: it reads a
+ * version-1 database as it is and refuses a pristine one.
  */
-export const ensureSchema = (dialect: SqlDialect): SchemaStep =>
+export const ensureSchema = (dialect: SqlDialect, mode: OpenMode, location: string): SchemaStep =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const run = <A, E>(begin: string, step: Effect.Effect<A, E, SqlClient.SqlClient>) =>
       reservePerOperation(sql)((conn) => transaction(conn, begin, onConnection(conn, step)))
     const read = yield* run(dialect.beginRead, dialect.ownership)
-    if (read === "owned") return
-    if (read !== "pristine") return yield* read
-    yield* run(
+    if (read === "owned") return 2 as const
+    if (read !== "pristine" && read !== "older") return yield* read
+    if (mode === "read-only") {
+      if (read === "older") return 1 as const
+      return yield* new StoreFailure({
+        rule: "S4",
+        method: "open",
+        cause: "pristine database",
+        detail: `${location} holds no session-log schema, and a read-only open creates none (nothing was written)`
+      })
+    }
+    return yield* run(
       dialect.beginWrite,
       Effect.gen(function*() {
-        // checked again under the write lock: another process may have created it meanwhile
+        // checked again under the write lock: another process may have created or migrated it meanwhile
         const found = yield* dialect.ownership
-        if (found === "owned") return
-        if (found !== "pristine") return yield* found
-        for (const table of dialect.tables) yield* sql.unsafe(table.sql)
-        yield* dialect.stamp
+        if (found === "owned") return 2 as const
+        if (found === "pristine") {
+          for (const table of dialect.tables) yield* sql.unsafe(table.sql)
+        } else if (found === "older") {
+          yield* migrateToVersion2(dialect)
+        } else {
+          return yield* found
+        }
+        yield* dialect.stamp(found === "pristine")
+        return 2 as const
       })
     )
   })
 
 /**
  * Open a database for the store: the dialect's open around `ensureSchema`, on the client without
- * name transforms (pragma and catalogue rows keep their names whatever the client was built with).
+ * name transforms (pragma and catalogue rows keep their names whatever the client was built with);
+ * the layout of its event rows.
  */
 export const prepareDatabase = (
-  dialect: SqlDialect
-): Effect.Effect<void, StoreSchemaMismatch | StoreFailure, SqlClient.SqlClient> =>
+  dialect: SqlDialect,
+  mode: OpenMode,
+  location: string
+): Effect.Effect<RowLayout, StoreSchemaMismatch | StoreFailure, SqlClient.SqlClient> =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    dialect.open(ensureSchema(dialect)).pipe(Effect.provideService(SqlClient.SqlClient, sql.withoutTransforms())))
+    dialect.open(ensureSchema(dialect, mode, location)).pipe(
+      Effect.provideService(SqlClient.SqlClient, sql.withoutTransforms())
+    ))
 
 /** `SqlError` → `StoreFailure { method, cause }`; an exhausted lock wait is S6. */
 export const storeFailure = (dialect: SqlDialect, method: string, e: SqlError): StoreFailure =>

@@ -16,7 +16,8 @@ import * as Schema from "effect/Schema"
 import { StoreCorrupt, StoreFailure } from "../schema/Errors.js"
 import type { SessionHeader } from "../schema/SessionHeader.js"
 import { type SqlDialect, storeFailure } from "./SqlDialect.js"
-import { EVENT_INSERT_COLUMNS, EVENT_SELECT_COLUMNS, NextSeqRow, SESSION_SELECT_COLUMNS, SessionRow } from "./SqlRows.js"
+import { EVENT_INSERT_COLUMNS, EVENT_SELECT_COLUMNS, EVENT_TABLE, type RowLayout } from "./SqlEventRows.js"
+import { NextSeqRow, SESSION_SELECT_COLUMNS, SessionRow } from "./SqlRows.js"
 import { type Lease, onConnection, transaction } from "./SqlTransaction.js"
 
 /**
@@ -35,14 +36,17 @@ export interface Statements {
   readonly allEvents: string
   /** The multi-row INSERT of `rows` rows (EVENT_INSERT_COLUMNS each). */
   readonly insertEvents: (rows: number) => string
+  /** Delete the rows of a session from a seq on (every row starts at or after the seq: packed rows are never split). */
+  readonly deleteFrom: string
 }
 
-const compileStatements = (sql: SqlClient.SqlClient): Statements => {
+const compileStatements = (sql: SqlClient.SqlClient, layout: RowLayout): Statements => {
   const text = (statement: Statement.Statement<unknown>) => statement.compile()[0]
-  const select = sql.unsafe(`SELECT ${EVENT_SELECT_COLUMNS} FROM events`)
+  const table = EVENT_TABLE[layout]
+  const select = sql.unsafe(`SELECT ${EVENT_SELECT_COLUMNS[layout]} FROM ${table}`)
   const blankRow = Object.fromEntries(EVENT_INSERT_COLUMNS.map((column) => [column, null]))
   const insertText = (rows: number) =>
-    text(sql`INSERT INTO events ${sql.insert(Array.from({ length: rows }, () => blankRow))}`)
+    text(sql`INSERT INTO ${sql.literal(table)} ${sql.insert(Array.from({ length: rows }, () => blankRow))}`)
   // batches up to 128 rows: the text is built once per size
   const insertCache: Array<string | undefined> = []
   return {
@@ -50,7 +54,8 @@ const compileStatements = (sql: SqlClient.SqlClient): Statements => {
     eventsPage: text(sql`${select} WHERE session_id = ${""} AND seq >= ${0} ORDER BY seq LIMIT ${0}`),
     eventsByPosition: text(sql`${select} WHERE session_id = ${""} ORDER BY seq LIMIT ${0} OFFSET ${0}`),
     allEvents: text(sql`${select} WHERE session_id = ${""} ORDER BY seq`),
-    insertEvents: (rows) => rows > 128 ? insertText(rows) : (insertCache[rows] ??= insertText(rows))
+    insertEvents: (rows) => rows > 128 ? insertText(rows) : (insertCache[rows] ??= insertText(rows)),
+    deleteFrom: text(sql`DELETE FROM ${sql.literal(table)} WHERE session_id = ${""} AND seq >= ${0}`)
   }
 }
 
@@ -62,6 +67,13 @@ export interface Store {
   readonly dialect: SqlDialect
   readonly location: string
   readonly lease: Lease
+  /**
+   * The layout of the event rows: 2, or 1 for a version-1 database opened without migrating it
+   * (read-only), whose writes are refused.
+   */
+  readonly layout: RowLayout
+  /** Whether appends write runs of delta chunks as packed rows (Appendix A). */
+  readonly pack: boolean
   readonly statements: Statements
   /** Run a hot statement named `name` (`SqlDialect.runPrepared`): the driver's raw result. */
   readonly runRaw: (conn: Connection, name: string, sql: string, params: ReadonlyArray<unknown>) => Effect.Effect<unknown, SqlError>
@@ -99,12 +111,21 @@ const runners = (dialect: SqlDialect): Pick<Store, "runRaw" | "runValues"> => {
 }
 
 /** The shared parts of a store over `sql` (a client without name transforms: rows keep snake_case). */
-export const makeStore = (sql: SqlClient.SqlClient, dialect: SqlDialect, location: string, lease: Lease): Store => ({
+export const makeStore = (
+  sql: SqlClient.SqlClient,
+  dialect: SqlDialect,
+  location: string,
+  lease: Lease,
+  layout: RowLayout,
+  pack: boolean
+): Store => ({
   sql,
   dialect,
   location,
   lease,
-  statements: compileStatements(sql),
+  layout,
+  pack,
+  statements: compileStatements(sql, layout),
   ...runners(dialect),
   registered: new Map(),
   findSession: SqlSchema.findOne({

@@ -1,13 +1,14 @@
 /**
- * Classification of a session's `events` rows on load (SPEC §7.5 "Load", §7.4.4 step 5), fed
- * page by page: the contiguous prefix of good rows as envelopes, then no defect, a torn tail from
- * the first defective row, or `StoreCorrupt` (L2 when a later row is a `turn/end` or when
- * `sessions.next_seq` disagrees with the rows; L9 when a row does not decode).
+ * Classification of a session's event rows on load (SPEC §7.5 "Load", §7.4.4 step 5), fed page
+ * by page: the contiguous prefix of good rows as envelopes (a packed row's members in order), then
+ * no defect, a torn tail from the first defective row, or `StoreCorrupt` (L2 when a later row is a
+ * `turn/end` or when `sessions.next_seq` disagrees with the rows, L4 for a malformed packed row
+ * there; L9 when a row does not decode).
  */
 import { StoreCorrupt } from "../schema/Errors.js"
 import type { Event } from "../schema/Events.js"
 import type { TornTail } from "../services/SessionStore.js"
-import { isEventRow, rowToEvent, undecodable } from "./SqlRows.js"
+import { isEventRow, PackedDefect, rowEnd, type RowDefect, rowToEvents, undecodable } from "./SqlEventRows.js"
 
 /** The verdict on a session's rows. */
 export type ScanResult = StoreCorrupt | {
@@ -24,11 +25,11 @@ export class RowScan {
   good = 0
   /** rows fed so far */
   rows = 0
-  /** seq of the last row fed */
-  lastSeq = -1
+  /** the seq after the last row fed (its last member's seq + 1) */
+  end = 0
   private stopped = false
   private defectSeq = -1
-  private defectReason: TornTail["reason"] | undefined
+  private defectReason: RowDefect | undefined
   private laterTurnEnd = -1
   private corrupt: StoreCorrupt | undefined
 
@@ -56,24 +57,23 @@ export class RowScan {
           detail: `a row with the negative seq ${row[0]}`
         })
       }
-      const expected = this.firstSeq + this.rows
+      const expected = this.rows === 0 ? this.firstSeq : this.end
       this.rows++
-      this.lastSeq = row[0]
+      this.end = rowEnd(row)
       if (this.stopped) {
-        if (this.defectReason !== undefined && this.laterTurnEnd === -1 && row[1] === "turn/end") this.laterTurnEnd = row[0]
+        if (this.defectReason !== undefined && this.laterTurnEnd === -1 && row[2] === "turn/end") this.laterTurnEnd = row[0]
         continue
       }
-      const verdict = rowToEvent(row, expected, this.location)
-      if (typeof verdict === "string") {
-        this.stopped = true
-        this.defectSeq = expected
-        this.defectReason = verdict
+      const verdict = rowToEvents(row, expected, this.location, this.events)
+      if (typeof verdict === "number") {
+        this.good += verdict
       } else if (verdict instanceof StoreCorrupt) {
         this.stopped = true
         this.corrupt = verdict
       } else {
-        this.events.push(verdict)
-        this.good++
+        this.stopped = true
+        this.defectSeq = expected
+        this.defectReason = verdict
       }
     }
     return undefined
@@ -81,26 +81,31 @@ export class RowScan {
 
   /** The verdict once every row was fed, given the session row's `next_seq`. */
   result(nextSeq: number): ScanResult {
-    const lastSeq = this.rows === 0 ? -1 : this.lastSeq
-    if (nextSeq !== lastSeq + 1) {
+    const end = this.rows === 0 ? this.firstSeq : this.end
+    if (nextSeq !== end) {
       return new StoreCorrupt({
         rule: "L2",
         location: this.location,
-        detail: `sessions.next_seq is ${nextSeq} but the last stored seq is ${lastSeq}`
+        detail: `sessions.next_seq is ${nextSeq} but the last stored seq is ${end - 1}`
       })
     }
     if (this.corrupt !== undefined) return this.corrupt
     const reason = this.defectReason
     if (reason === undefined) return { events: this.events, tornTail: undefined, count: this.good }
     const at = this.defectSeq
+    const packed = reason instanceof PackedDefect
     if (this.laterTurnEnd !== -1) {
       return new StoreCorrupt({
-        rule: "L2",
+        rule: packed ? "L4" : "L2",
         seq: at,
         location: this.location,
-        detail: `defective row (${reason}) at seq ${at} before a turn/end at seq ${this.laterTurnEnd}`
+        detail: `defective row (${packed ? reason.detail : reason}) at seq ${at} before a turn/end at seq ${this.laterTurnEnd}`
       })
     }
-    return { events: this.events, tornTail: { fromSeq: at, reason, position: at }, count: this.good }
+    return {
+      events: this.events,
+      tornTail: { fromSeq: at, reason: packed ? "unparsable" : reason, position: at },
+      count: this.good
+    }
   }
 }

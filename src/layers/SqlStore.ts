@@ -33,6 +33,16 @@ export interface SqlStoreOptions {
   /** Where the database is, for errors and logs (a file name; never credentials). */
   readonly location: string
   readonly maxEventBytes?: number
+  /**
+   * Open without writing anything (no schema on a pristine database, no migration of a version-1
+   * one, which is then read as it is and refuses writes). Default `false`.
+   */
+  readonly readOnly?: boolean
+  /**
+   * Runs of streamed delta chunks in an append as packed rows (SPEC Appendix A); `false` writes one
+   * row per event. Either layout reads back as the same events. Default `true`.
+   */
+  readonly packChunks?: boolean
 }
 
 /**
@@ -46,13 +56,13 @@ export const makeSqlStore = (
   Effect.gen(function*() {
     const { dialect, location } = options
     const batchOptions = options.maxEventBytes === undefined ? {} : { maxEventBytes: options.maxEventBytes }
-    yield* prepareDatabase(dialect)
+    const layout = yield* prepareDatabase(dialect, options.readOnly === true ? "read-only" : "write", location)
     // rows keep their snake_case column names whatever transforms the client was built with
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
     const lease = dialect.sharedConnection
       ? yield* reserveForScope(sql).pipe(Effect.mapError((e) => storeFailure(dialect, "open", e)))
       : reservePerOperation(sql)
-    const store = makeStore(sql, dialect, location, lease)
+    const store = makeStore(sql, dialect, location, lease, layout, options.packChunks !== false)
     const span = { attributes: { "db.system.name": dialect.name } }
 
     const load = Effect.fn("SqlStore.load", span)((id: string) => Operations.load(store, id))
@@ -78,7 +88,7 @@ export const makeSqlStore = (
         if (loaded.storedVersion !== SESSION_FORMAT_VERSION) {
           return yield* readFromLoad(() => Effect.succeed(loaded))(id, fromSeq)
         }
-        // a version-1 load of this store yields envelopes (rowToEvent) only
+        // a version-1 load of this store yields envelopes (rowToEvents) only
         const suffix = loaded.events.slice(fromSeq) as ReadonlyArray<Event>
         for (const e of suffix) {
           const unknown = checkVocabulary(e.type, e.ignorable, e.seq, "K7")

@@ -27,17 +27,9 @@ import { encodeJson, type Json } from "../schema/Json.js"
 import { headerRecord, type SessionHeader, validateSessionHeader } from "../schema/SessionHeader.js"
 import type { EventSink, LoadResult, LoadSummary, StoreAppendError, TornTail } from "../services/SessionStore.js"
 import { failures, inTransaction, queryFailure, type Store } from "./SqlQueries.js"
+import { EVENT_INSERT_COLUMNS, isEventRow, pushEventRows, rawLine, rowEnd, rowToEvents, undecodable } from "./SqlEventRows.js"
 import { RowScan } from "./SqlRowScan.js"
-import {
-  headerFromRow,
-  isEventRow,
-  pushEventColumns,
-  rawLine,
-  rowFromHeader,
-  rowToEvent,
-  SessionRow,
-  undecodable
-} from "./SqlRows.js"
+import { headerFromRow, rowFromHeader, SessionRow } from "./SqlRows.js"
 import { onConnection, transaction } from "./SqlTransaction.js"
 
 /** A batch that passed the pre-checks, with the events' JSONL texts. */
@@ -46,8 +38,8 @@ export interface CheckedBatch {
   readonly lines: ReadonlyArray<string>
 }
 
-/** Rows per multi-row INSERT: 8 bound values each, below SQLite's default 32,766 and PostgreSQL's 65,535. */
-const ROWS_PER_INSERT = 4_000
+/** Events per multi-row INSERT: at most this many rows of 10 bound values, below SQLite's default 32,766 and PostgreSQL's 65,535. */
+const ROWS_PER_INSERT = Math.floor(32_766 / EVENT_INSERT_COLUMNS.length)
 
 /** The lower bound of a full read: below every seq a row can hold (64-bit integers). */
 const LOWEST_SEQ = -9223372036854775808n
@@ -63,6 +55,17 @@ const unrepresentable = (store: Store, method: string, field: string) =>
     method,
     cause: `${field} contains a lone surrogate or a character ${store.dialect.name} cannot store`,
     detail: `${field} cannot be stored verbatim in a ${store.dialect.name} TEXT column`
+  })
+
+/**
+ * A write to a version-1 database opened without migrating it (a read-only open): refused before
+ * any statement runs; a writing open migrates the database to version 2 first.
+ */
+const olderLayout = (store: Store, method: string) =>
+  new StoreFailure({
+    method,
+    cause: "schema version 1",
+    detail: `${store.location} holds schema version 1, which this open reads only; open it for writing to migrate it to version 2`
   })
 
 const notFound = (id: string) => new SessionNotFound({ rule: "L11", sessionId: id })
@@ -110,10 +113,10 @@ const insertEvents = (
     })
   }
   const params: Array<unknown> = []
-  for (let i = 0; i < events.length; i++) pushEventColumns(params, sessionId, events[i], lines?.[i])
-  const text = store.statements.insertEvents(events.length)
+  const rows = pushEventRows(params, sessionId, events, lines, store.pack)
+  const text = store.statements.insertEvents(rows)
   // the texts of up to 128 rows are cached (Statements.insertEvents): those are kept prepared
-  const run = events.length <= 128 ? store.runRaw(conn, `insert-${events.length}`, text, params) : conn.executeRaw(text, params)
+  const run = rows <= 128 ? store.runRaw(conn, `insert-${rows}`, text, params) : conn.executeRaw(text, params)
   return Effect.asVoid(run)
 }
 
@@ -148,7 +151,7 @@ const scanEvents = <E = never, R = never>(
         if (events.length > 0) yield* onEvents(events)
       }
       if (page.length < pageRows) return scan
-      from = scan.lastSeq + 1
+      from = scan.end
       if (!Number.isSafeInteger(from)) {
         // a stored seq beyond 2^53 reads back rounded: take the rest by position instead
         const rest = yield* conn.executeValues(eventsByPosition, [id, Number.MAX_SAFE_INTEGER, scan.rows])
@@ -242,6 +245,7 @@ export const append = (
   batch: CheckedBatch,
   expectedSeq: number
 ): Effect.Effect<void, StoreAppendError> => {
+  if (store.layout !== 2) return Effect.fail(olderLayout(store, "append"))
   for (const e of batch.events) {
     if (store.dialect.unstorableText.test(e.type)) return Effect.fail(unrepresentable(store, "append", `type of seq ${e.seq}`))
   }
@@ -346,7 +350,7 @@ export const list = (store: Store) =>
 
 /** Delete the torn tail `load` reported, if the log is still at `revision` and still torn there (L8). */
 export const truncateTornTail = (store: Store, id: string, tornTail: TornTail, revision: string) =>
-  inTransaction(store, true, (conn) =>
+  store.layout !== 2 ? Effect.fail(olderLayout(store, "truncateTornTail")) : inTransaction(store, true, (conn) =>
     Effect.gen(function*() {
       const { sql } = store
       const row = yield* atRevision(store, id, revision)
@@ -357,7 +361,7 @@ export const truncateTornTail = (store: Store, id: string, tornTail: TornTail, r
       if (now === undefined || now.fromSeq !== tornTail.fromSeq || now.reason !== tornTail.reason) {
         return yield* staleRevision(id, revision, row, "the torn tail differs from the one load reported")
       }
-      yield* sql`DELETE FROM events WHERE session_id = ${id} AND seq >= ${now.fromSeq}`
+      yield* conn.executeRaw(store.statements.deleteFrom, [id, now.fromSeq])
       yield* sql`UPDATE sessions SET next_seq = ${now.fromSeq}, revision = revision + 1 WHERE id = ${id}`
     })).pipe(failures(store, "truncateTornTail"))
 
@@ -366,12 +370,15 @@ const backupContent = (store: Store, conn: Connection, row: SessionRow) =>
   Effect.gen(function*() {
     const rows = yield* conn.executeValues(store.statements.allEvents, [row.id])
     let content = encodeJson(headerRecord(headerFromRow(row) as SessionHeader) as Json) + "\n"
-    for (let i = 0; i < rows.length; i++) {
-      const r = rows[i]
+    let next = 0
+    const events: Array<Event> = []
+    for (const r of rows) {
       if (!isEventRow(r)) return yield* undecodable(store.location, r)
-      const verdict = rowToEvent(r, i, store.location)
-      content += (typeof verdict === "object" && !(verdict instanceof StoreCorrupt) ? encodeEvent(verdict) : rawLine(r)) +
-        "\n"
+      events.length = 0
+      const verdict = rowToEvents(r, next, store.location, events)
+      if (typeof verdict === "number") for (const e of events) content += encodeEvent(e) + "\n"
+      else content += rawLine(r) + "\n"
+      next = rowEnd(r)
     }
     return content
   })
@@ -387,7 +394,7 @@ export const replaceLog = (
   batch: CheckedBatch,
   options: { readonly revision: string; readonly backup: string; readonly takenAt: number }
 ) =>
-  inTransaction(store, true, (conn) =>
+  store.layout !== 2 ? Effect.fail(olderLayout(store, "replaceLog")) : inTransaction(store, true, (conn) =>
     Effect.gen(function*() {
       const { sql } = store
       const row = yield* atRevision(store, id, options.revision)
@@ -395,7 +402,7 @@ export const replaceLog = (
       yield* sql`INSERT INTO session_backups ${
         sql.insert({ session_id: id, taken_at: options.takenAt, reason: options.backup, content })
       }`
-      yield* sql`DELETE FROM events WHERE session_id = ${id}`
+      yield* conn.executeRaw(store.statements.deleteFrom, [id, LOWEST_SEQ])
       yield* sql`UPDATE sessions SET
                    version = ${header.version},
                    created_at = ${header.createdAt},

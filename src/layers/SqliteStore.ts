@@ -38,19 +38,80 @@ export interface SqliteStoreOptions {
    * session-log database; nothing is created, locked by a file or modified (no schema on a pristine
    * file, no `-wal`/`-shm` pair, no WAL switch), so it works on read-only media and while another
    * process holds the write lock. Writes (`append`, `truncateTornTail`, `replaceLog`) fail with
-   * `StoreFailure`. Default `false`.
+   * `StoreFailure`. A version-1 database is read as it is (a writing open migrates it). Default
+   * `false`.
    */
   readonly readOnly?: boolean
+  /**
+   * Runs of streamed delta chunks in an append as packed rows (SPEC Appendix A, README "SQL schema
+   * version 2"); `false` writes one row per event. Default `true`.
+   */
+  readonly packChunks?: boolean
 }
 
-/** The schema version stamped into `user_version`; any other is refused (bump-and-reject). */
-export const SCHEMA_VERSION = 1
+/**
+ * The schema version stamped into `user_version` (README "SQL schema version 2"); version 1 (SPEC
+ * §7.5) is migrated by a writing open and read as it is by a read-only one; any other is refused
+ * (bump-and-reject).
+ */
+export const SCHEMA_VERSION = 2
 
 /** The `application_id` of a session-log database ("ESLG"). */
 export const APPLICATION_ID = 0x45534c47
 
-/** The canonical schema objects (SPEC §7.5), in `sqlite_schema` name order. */
+const SESSIONS_TABLE = {
+  name: "sessions",
+  sql: `CREATE TABLE sessions (
+  id               TEXT    NOT NULL PRIMARY KEY,
+  version          INTEGER NOT NULL,
+  created_at       INTEGER NOT NULL,
+  cwd              TEXT,
+  parent_session   TEXT,
+  seed_length      INTEGER,
+  origin           TEXT,
+  delegation_depth INTEGER,
+  agent_preset     TEXT,
+  next_seq         INTEGER NOT NULL,
+  revision         INTEGER NOT NULL
+) STRICT`
+}
+
+const BACKUPS_TABLE = {
+  name: "session_backups",
+  sql: `CREATE TABLE session_backups (
+  id         INTEGER PRIMARY KEY,
+  session_id TEXT    NOT NULL,
+  taken_at   INTEGER NOT NULL,
+  reason     TEXT    NOT NULL,
+  content    TEXT    NOT NULL
+) STRICT`
+}
+
+/** The canonical schema objects of version 2, in `sqlite_schema` name order. */
 export const CANONICAL_SCHEMA: ReadonlyArray<{ readonly name: string; readonly sql: string }> = [
+  {
+    name: "event_rows",
+    sql: `CREATE TABLE event_rows (
+  session_id        TEXT    NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  seq               INTEGER NOT NULL,
+  members           INTEGER NOT NULL CHECK (members >= 1),
+  type              TEXT    NOT NULL,
+  time              INTEGER NOT NULL,
+  data              TEXT,
+  data_z            BLOB,
+  source_event_seqs BLOB,
+  surface_op        TEXT,
+  ignorable         INTEGER CHECK (ignorable IS NULL OR ignorable = 1),
+  CHECK ((data IS NULL) <> (data_z IS NULL)),
+  PRIMARY KEY (session_id, seq)
+) STRICT`
+  },
+  BACKUPS_TABLE,
+  SESSIONS_TABLE
+]
+
+/** The canonical schema objects of version 1 (SPEC §7.5), in `sqlite_schema` name order. */
+export const CANONICAL_SCHEMA_V1: ReadonlyArray<{ readonly name: string; readonly sql: string }> = [
   {
     name: "events",
     sql: `CREATE TABLE events (
@@ -65,36 +126,12 @@ export const CANONICAL_SCHEMA: ReadonlyArray<{ readonly name: string; readonly s
   PRIMARY KEY (session_id, seq)
 ) STRICT`
   },
-  {
-    name: "session_backups",
-    sql: `CREATE TABLE session_backups (
-  id         INTEGER PRIMARY KEY,
-  session_id TEXT    NOT NULL,
-  taken_at   INTEGER NOT NULL,
-  reason     TEXT    NOT NULL,
-  content    TEXT    NOT NULL
-) STRICT`
-  },
-  {
-    name: "sessions",
-    sql: `CREATE TABLE sessions (
-  id               TEXT    NOT NULL PRIMARY KEY,
-  version          INTEGER NOT NULL,
-  created_at       INTEGER NOT NULL,
-  cwd              TEXT,
-  parent_session   TEXT,
-  seed_length      INTEGER,
-  origin           TEXT,
-  delegation_depth INTEGER,
-  agent_preset     TEXT,
-  next_seq         INTEGER NOT NULL,
-  revision         INTEGER NOT NULL
-) STRICT`
-  }
+  BACKUPS_TABLE,
+  SESSIONS_TABLE
 ]
 
-/** Creation order: `events` references `sessions`. */
-const CREATION_ORDER = ["sessions", "events", "session_backups"].map((name) => CANONICAL_SCHEMA.find((o) => o.name === name)!)
+/** Creation order: `event_rows` references `sessions`. */
+const CREATION_ORDER = [SESSIONS_TABLE, CANONICAL_SCHEMA[0], BACKUPS_TABLE]
 
 const DEFAULT_BUSY_TIMEOUT_MS = 5_000
 
@@ -116,20 +153,21 @@ const normaliseSql = (text: string): string =>
 
 const hex = (n: number): string => "0x" + (n >>> 0).toString(16).padStart(8, "0")
 
-const EXPECTED_IDS = `user_version=${SCHEMA_VERSION}, application_id=${hex(APPLICATION_ID)}`
+const EXPECTED_IDS = `user_version=1 or ${SCHEMA_VERSION}, application_id=${hex(APPLICATION_ID)}`
 
 const mismatch = (rule: string, found: string, expected = EXPECTED_IDS) => new StoreSchemaMismatch({ rule, found, expected })
 
 /** S1–S3 verdict on what the file holds. */
 const ownershipOf = (userVersion: number, applicationId: number, objects: ReadonlyArray<SchemaObject>): Ownership => {
   const found = `user_version=${userVersion}, application_id=${hex(applicationId)}, ${objects.length} schema objects`
-  if (userVersion !== 0 && userVersion !== SCHEMA_VERSION) return mismatch("S1", found)
+  if (userVersion !== 0 && userVersion !== 1 && userVersion !== SCHEMA_VERSION) return mismatch("S1", found)
   if (applicationId !== 0 && applicationId !== APPLICATION_ID) return mismatch("S2", found)
   if (userVersion === 0 && applicationId === 0 && objects.length === 0) return "pristine"
   if (applicationId === 0) return mismatch("S2", found)
   if (userVersion === 0) return mismatch("S1", found)
   const differences: Array<string> = []
-  const canonical = new Map(CANONICAL_SCHEMA.map((o) => [o.name, normaliseSql(o.sql)]))
+  const schema = userVersion === 1 ? CANONICAL_SCHEMA_V1 : CANONICAL_SCHEMA
+  const canonical = new Map(schema.map((o) => [o.name, normaliseSql(o.sql)]))
   for (const o of objects) {
     const want = canonical.get(o.name)
     if (o.type !== "table" || want === undefined) differences.push(`${o.type} ${o.name} (extra)`)
@@ -140,9 +178,9 @@ const ownershipOf = (userVersion: number, applicationId: number, objects: Readon
   }
   for (const name of canonical.keys()) differences.push(`table ${name} (missing)`)
   if (differences.length > 0) {
-    return mismatch("S3", `schema objects: ${differences.join(", ")}`, "the canonical schema of version 1")
+    return mismatch("S3", `schema objects: ${differences.join(", ")}`, `the canonical schema of version ${userVersion}`)
   }
-  return "owned"
+  return userVersion === 1 ? "older" : "owned"
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -188,12 +226,13 @@ const ownership = Effect.gen(function*() {
   return ownershipOf(userVersion, applicationId, yield* readSchemaObjects(undefined))
 })
 
-// S4: set in the transaction that created the schema
-const stamp = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  yield* sql`PRAGMA application_id = ${sql.literal(String(APPLICATION_ID))}`
-  yield* sql`PRAGMA user_version = ${sql.literal(String(SCHEMA_VERSION))}`
-})
+// S4: set in the transaction that created (or migrated) the schema
+const stamp = () =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`PRAGMA application_id = ${sql.literal(String(APPLICATION_ID))}`
+    yield* sql`PRAGMA user_version = ${sql.literal(String(SCHEMA_VERSION))}`
+  })
 
 /** `options.busyTimeoutMs` or its default, checked before anything is opened. */
 const busyTimeoutOf = (options: SqliteStoreOptions): Effect.Effect<number, StoreFailure> => {
@@ -205,26 +244,6 @@ const busyTimeoutOf = (options: SqliteStoreOptions): Effect.Effect<number, Store
 
 const readBack = (name: string, found: unknown, wanted: string) =>
   new StoreFailure({ rule: "S5", method: "open", cause: `${name} is ${String(found)}`, detail: `${name} must read back ${wanted}` })
-
-/**
- * The schema step of a read-only open: the ownership check in a read transaction. A pristine
- * database is refused (S4 would create the schema, which a read-only open never does).
- */
-const readOnlySchema = (filename: string) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const found = yield* reservePerOperation(sql)((conn) => transaction(conn, "BEGIN", onConnection(conn, ownership)))
-    if (found === "owned") return
-    if (found === "pristine") {
-      return yield* new StoreFailure({
-        rule: "S4",
-        method: "open",
-        cause: "pristine database",
-        detail: `${filename} holds no session-log schema, and a read-only open creates none (nothing was written)`
-      })
-    }
-    return yield* found
-  })
 
 /** The SQLite dialect of the SQL store for `options`. */
 export const sqliteDialect = (options: SqliteStoreOptions): SqlDialect => {
@@ -252,11 +271,12 @@ export const sqliteDialect = (options: SqliteStoreOptions): SqlDialect => {
         const trusted = yield* pragmaNumber("trusted_schema")
         if (trusted !== 0) return yield* readBack("trusted_schema", trusted, "0")
         if (options.readOnly === true) {
-          // no schema, no WAL switch, no synchronous: nothing to write, and the connection refuses writes
+          // no schema, no migration, no WAL switch, no synchronous: nothing to write, and the
+          // connection refuses writes
           yield* sql`PRAGMA query_only = ON`
-          return yield* readOnlySchema(options.filename)
+          return yield* schema
         }
-        yield* schema
+        const layout = yield* schema
         // only now, after the ownership check: WAL persists in the file
         const journal = yield* sql<{ readonly journal_mode: unknown }>`PRAGMA journal_mode = WAL`
         const mode = journal[0]?.journal_mode
@@ -269,6 +289,7 @@ export const sqliteDialect = (options: SqliteStoreOptions): SqlDialect => {
           yield* sql`PRAGMA fullfsync = ON`
           yield* sql`PRAGMA checkpoint_fullfsync = ON`
         }
+        return layout
       }).pipe(Effect.mapError((e) => {
         if (e instanceof SqlError) {
           // S2: a file that is not a SQLite database at all (nothing was written to it)
@@ -338,7 +359,9 @@ export const openDatabase = (
   Effect.gen(function*() {
     yield* busyTimeoutOf(options)
     const { sql } = yield* sqliteClient(options)
-    yield* prepareDatabase(sqliteDialect(options)).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+    yield* prepareDatabase(sqliteDialect(options), options.readOnly === true ? "read-only" : "write", options.filename).pipe(
+      Effect.provideService(SqlClient.SqlClient, sql)
+    )
     return sql
   }).pipe(Effect.mapError(corruptOr(options.filename)))
 
@@ -354,10 +377,13 @@ export const makeSqliteStore = (
   Effect.gen(function*() {
     yield* busyTimeoutOf(options)
     const { sql, target } = yield* sqliteClient(options)
-    const storeOptions = { dialect: sqliteDialect(options), location: options.filename }
-    const store = yield* makeSqlStore(
-      options.maxEventBytes === undefined ? storeOptions : { ...storeOptions, maxEventBytes: options.maxEventBytes }
-    ).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+    const store = yield* makeSqlStore({
+      dialect: sqliteDialect(options),
+      location: options.filename,
+      readOnly: options.readOnly === true,
+      packChunks: options.packChunks !== false,
+      ...(options.maxEventBytes === undefined ? {} : { maxEventBytes: options.maxEventBytes })
+    }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
     return target._tag === "write" ? store : readOnlyStore(store, target, options.filename)
   }).pipe(Effect.mapError(corruptOr(options.filename)))
 

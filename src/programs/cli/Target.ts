@@ -79,7 +79,7 @@ export const openStore = (
     if (spec.kind === "postgres") {
       const location = displayLocation(spec.url)
       if (options.mustExist && !(yield* hasSchema({ url: spec.url }))) return { store: undefined, location }
-      const store: SessionStoreShape = yield* makePostgresStore({ url: spec.url })
+      const store: SessionStoreShape = yield* makePostgresStore({ url: spec.url, readOnly: options.readOnly === true })
       return { store, location }
     }
     const fs = yield* FileSystem.FileSystem
