@@ -102,16 +102,24 @@ const connect = async (url: string): Promise<pg.Client> => {
 }
 
 /** Raw baseline of appending `events` to one session, `batch` at a time: elapsed ms. */
-export const rawAppend = async (events: ReadonlyArray<Event>, batch: number): Promise<number> => {
-  const client = await connect(await freshTables(["bench"]))
+export const rawAppend = async (events: ReadonlyArray<Event>, batch: number): Promise<number> =>
+  (await rawAppendAt(events, batch)).ms
+
+/** `rawAppend` into a fresh schema, returning it too (the plain copy a raw resume reads). */
+export const rawAppendAt = async (
+  events: ReadonlyArray<Event>,
+  batch: number
+): Promise<{ readonly ms: number; readonly url: string }> => {
+  const url = await freshTables(["bench"])
+  const client = await connect(url)
   const t0 = performance.now()
   for (let i = 0; i < events.length; i += batch) await rawAppendOne(client, "bench", events.slice(i, i + batch), i)
-  const elapsed = performance.now() - t0
+  const ms = performance.now() - t0
   await client.end()
-  return elapsed
+  return { ms, url }
 }
 
-/** Raw baseline of a resume: every row of session `bench` in one SELECT, each JSON column parsed. */
+/** Raw baseline of a resume: every row of session `bench` of a plain copy (`rawAppendAt`) in one SELECT, each JSON column parsed. */
 export const rawResume = async (url: string): Promise<{ readonly ms: number; readonly rows: number }> => {
   const client = await connect(url)
   const t0 = performance.now()

@@ -119,8 +119,8 @@ const eventsFor = (n: number): Promise<ReadonlyArray<Event>> =>
 
 // --- raw baselines ---------------------------------------------------------------------------
 
-const rawSqlite = (events: ReadonlyArray<Event>, batch: number) => {
-  const db = new Database(fresh("sqlite"))
+const rawSqlite = (events: ReadonlyArray<Event>, batch: number, file = fresh("sqlite")) => {
+  const db = new Database(file)
   db.pragma("journal_mode = WAL")
   db.pragma("synchronous = FULL")
   db.exec(
@@ -149,8 +149,8 @@ const rawSqlite = (events: ReadonlyArray<Event>, batch: number) => {
   return elapsed
 }
 
-const rawJsonl = (events: ReadonlyArray<Event>, batch: number) => {
-  const file = nodePath.join(fresh("jsonl"), "raw.jsonl")
+const rawJsonl = (events: ReadonlyArray<Event>, batch: number, dir = fresh("jsonl")) => {
+  const file = nodePath.join(dir, "raw.jsonl")
   const fd = fs.openSync(file, "a")
   // the lines are serialised inside the timed loop: any writer of events pays it
   const t0 = performance.now()
@@ -180,7 +180,7 @@ const rawResume = async (backend: Backend, location: string) => {
     }
     db.close()
   } else {
-    const text = fs.readFileSync(nodePath.join(location, `${encodeSessionId("bench")}.jsonl`), "utf8")
+    const text = fs.readFileSync(nodePath.join(location, "raw.jsonl"), "utf8")
     for (const line of text.split("\n")) {
       if (line.length > 0) {
         JSON.parse(line)
@@ -222,7 +222,7 @@ const pair = async (rawFirst: boolean, ours: () => Promise<number>, raw: () => n
  */
 const RESUME_PAIRS = 3
 
-const resumeChild = async (backend: Backend, location: string) => {
+const resumeChild = async (backend: Backend, location: string, rawLocation: string) => {
   const ours = async () => {
     const timing = { ms: 0 }
     await run(
@@ -240,11 +240,11 @@ const resumeChild = async (backend: Backend, location: string) => {
   const raws: Array<number> = []
   const oursMs: Array<number> = []
   let rows = 0
-  await rawResume(backend, location)
+  await rawResume(backend, rawLocation)
   await ours()
   for (let i = 0; i < RESUME_PAIRS; i++) {
     const p = await pair(i % 2 === 1, ours, async () => {
-      const r = await rawResume(backend, location)
+      const r = await rawResume(backend, rawLocation)
       rows = r.rows
       return r.ms
     })
@@ -254,8 +254,12 @@ const resumeChild = async (backend: Backend, location: string) => {
   process.stdout.write(JSON.stringify({ ms: median(oursMs), rawMs: median(raws), rows }))
 }
 
-const resumeInChild = (backend: Backend, location: string): { ms: number; rawMs: number; rows: number } => {
-  const child = spawnSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), "--resume-child", backend, location], {
+const resumeInChild = (
+  backend: Backend,
+  location: string,
+  rawLocation: string
+): { ms: number; rawMs: number; rows: number } => {
+  const child = spawnSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), "--resume-child", backend, location, rawLocation], {
     encoding: "utf8",
     stdio: ["ignore", "pipe", "inherit"],
     maxBuffer: 1 << 20
@@ -295,8 +299,17 @@ const measure = async (runIndex: number): Promise<Array<Row>> => {
     // (c) resume of a RESUME-event session, measured in a fresh child process
     {
       const loc = await freshAny(backend)
-      await run(appendThroughSession(RESUME, true), backend, loc)
-      const r = resumeInChild(backend, loc)
+      const resumed = await run(appendThroughSession(RESUME, true), backend, loc)
+      // the raw baseline reads a plain copy of the same events, one row or line per event
+      let rawLoc: string
+      if (backend === "postgres") {
+        rawLoc = (await Pg.rawAppendAt(resumed, BATCH)).url
+      } else {
+        rawLoc = fresh(backend)
+        if (backend === "sqlite") rawSqlite(resumed, BATCH, rawLoc)
+        else rawJsonl(resumed, BATCH, rawLoc)
+      }
+      const r = resumeInChild(backend, loc, rawLoc)
       rows.push({ backend, phase: "resume (open + derive)", events: r.rows, ms: r.ms, rawMs: r.rawMs, higherIsBetter: false, target: "<= 2x" })
     }
   }
@@ -392,7 +405,7 @@ const measureAll = async () => {
 
 const argv = process.argv.slice(2)
 const entry = argv[0] === "--resume-child"
-  ? resumeChild(argv[1] as Backend, argv[2]).finally(() => fs.rmSync(tmp, { recursive: true, force: true }))
+  ? resumeChild(argv[1] as Backend, argv[2], argv[3]).finally(() => fs.rmSync(tmp, { recursive: true, force: true }))
   : main()
 entry.catch((e) => {
   console.error(e)
