@@ -6,8 +6,8 @@
  * apart; and the client (BIGINT read as numbers, the durability check) behind `makePostgresStore`.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
+import type Pg from "pg"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -65,39 +65,57 @@ const changedRows = (result: unknown): number => {
   return typeof count === "number" ? count : 0
 }
 
-/** The node-postgres client under a reserved `@effect/sql-pg` connection (its `pg` field). */
-interface PgQueryable {
-  readonly query: (
-    config: { readonly name: string; readonly text: string; readonly values: Array<unknown>; readonly rowMode?: "array" },
-    callback: (error: Error | null, result: { readonly rows: ReadonlyArray<unknown> }) => void
-  ) => void
-}
-
-const clientOf = (conn: Connection): PgQueryable | undefined => {
-  const client = (conn as { readonly pg?: unknown }).pg
-  return typeof client === "object" && client !== null && typeof (client as PgQueryable).query === "function"
-    ? client as PgQueryable
-    : undefined
-}
+/**
+ * The hot statements' texts and their prepared-statement names (`session-log-<name>`): one text per
+ * name and one name per text, the same for every store (the client's compiler makes the same
+ * text); at most a few hundred entries (the insert of 1 to 128 rows, the advance, the page read).
+ */
+const preparedNames = new Map<string, string>()
 
 /**
- * A hot statement as a named prepared statement on the connection's node-postgres client (parsed
- * and planned once per connection: unnamed, each call pays both, ~0.3 ms of a ~1 ms append); the
- * client is the connection's undocumented `pg` field, so without one the statement runs unnamed.
+ * A hot statement, registered by its text: the store's pool uses `PreparingClient`s, which run a
+ * registered text as a named prepared statement (parsed and planned once per connection:
+ * unnamed, each call pays both, ~0.3 ms of a ~1 ms append). On a client built elsewhere the
+ * statement simply runs unnamed.
  */
 const runPrepared: NonNullable<SqlDialect["runPrepared"]> = (conn, name, text, params, result) => {
-  const client = clientOf(conn)
-  if (client === undefined) return result === "values" ? conn.executeValues(text, params) : conn.executeRaw(text, params)
-  const config = { name: `session-log-${name}`, text, values: params as Array<unknown> }
-  return Effect.async<unknown, SqlError>((resume) =>
-    client.query(result === "values" ? { ...config, rowMode: "array" } : config, (error, res) =>
-      resume(
-        error === null
-          ? Effect.succeed(result === "values" ? res.rows : res)
-          : Effect.fail(new SqlError({ cause: error, message: "Failed to execute statement" }))
-      ))
-  )
+  if (!preparedNames.has(text)) preparedNames.set(text, `session-log-${name}`)
+  return result === "values" ? conn.executeValues(text, params) : conn.executeRaw(text, params)
 }
+
+/** A node-postgres query config (text form; the other forms pass through untouched). */
+interface QueryConfig {
+  readonly text: string
+  readonly name?: string
+}
+
+const isQueryConfig = (config: unknown): config is QueryConfig =>
+  typeof config === "object" && config !== null && typeof (config as { readonly text?: unknown }).text === "string"
+
+/**
+ * The node-postgres `Client` subclass of the store's pool (through the pool's documented `Client`
+ * option): a query whose text is a registered hot statement is sent with its name, so the server
+ * keeps it prepared on that connection. Nothing else changes.
+ */
+const preparingClient = (Base: typeof Pg.Client): typeof Pg.Client =>
+  class PreparingClient extends Base {
+    // the overloads of `Client.query` are many; this one forwards them all
+    override query(config: unknown, values?: unknown, callback?: unknown): never {
+      const query = (super.query as (...args: Array<unknown>) => never).bind(this)
+      if (typeof config === "string") {
+        const name = preparedNames.get(config)
+        if (name !== undefined) {
+          return typeof values === "function"
+            ? query({ name, text: config }, values)
+            : query({ name, text: config, values }, callback)
+        }
+      } else if (isQueryConfig(config) && config.name === undefined) {
+        const name = preparedNames.get(config.text)
+        if (name !== undefined) return query({ ...config, name }, values, callback)
+      }
+      return query(config, values, callback)
+    }
+  } as unknown as typeof Pg.Client
 
 /** TEXT holds no NUL character (SQLSTATE 22021) and stores a lone surrogate as U+FFFD. */
 const UNSTORABLE_TEXT = new RegExp(`${LONE_SURROGATE.source}|\\u0000`)
@@ -197,23 +215,44 @@ export const displayLocation = (url: string): string => {
 }
 
 /**
- * A pool on `options.url` with `clientTypes`, after one successful `SELECT 1`; closed with the
- * scope. `@effect/sql-pg` is imported here, on first use: it is an optional peer dependency.
+ * A pool on `options.url` with `clientTypes` and `PreparingClient`s, after one successful
+ * `SELECT 1`; closed with the scope. `@effect/sql-pg` (and its `pg`) are imported here, on first
+ * use: they are optional peer dependencies.
  */
-const postgresClient = (options: PostgresStoreOptions): Effect.Effect<SqlClient.SqlClient, StoreFailure, Scope.Scope> =>
+export const makeClient = (options: PostgresStoreOptions): Effect.Effect<SqlClient.SqlClient, StoreFailure, Scope.Scope> =>
   Effect.gen(function*() {
-    const PgClient = yield* Effect.tryPromise({
-      try: () => import("@effect/sql-pg/PgClient"),
-      catch: (cause) => openFailure("the PostgreSQL store needs the package @effect/sql-pg", cause)
+    const [PgClient, pg] = yield* Effect.tryPromise({
+      try: () => Promise.all([import("@effect/sql-pg/PgClient"), import("pg")]),
+      catch: (cause) => openFailure("the PostgreSQL store needs the packages @effect/sql-pg and pg", cause)
     })
-    const layer = PgClient.layer({
-      url: Redacted.make(urlOf(options)),
-      maxConnections: options.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
-      connectTimeout: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
-      applicationName: APPLICATION,
-      types: clientTypes as NonNullable<Parameters<typeof PgClient.layer>[0]["types"]>
-    })
-    const context = yield* Layer.build(layer).pipe(
+    const connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS
+    const acquire = Effect.acquireRelease(
+      Effect.suspend(() => {
+        const pool = new pg.default.Pool({
+          connectionString: urlOf(options),
+          max: options.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
+          connectionTimeoutMillis: connectTimeoutMs,
+          application_name: APPLICATION,
+          types: clientTypes as Pg.CustomTypesConfig,
+          Client: preparingClient(pg.default.Client)
+        })
+        // an idle connection's failure is reported on the pool: the next operation sees it
+        pool.on("error", () => undefined)
+        return Effect.tryPromise({
+          try: () => pool.query("SELECT 1"),
+          catch: (cause) => new SqlError({ cause, message: "PgClient: Failed to connect" })
+        }).pipe(
+          Effect.timeoutFail({
+            duration: connectTimeoutMs,
+            onTimeout: () => new SqlError({ cause: new Error("Connection timed out"), message: "PgClient: Connection timed out" })
+          }),
+          Effect.as(pool),
+          Effect.tapError(() => Effect.promise(() => pool.end()))
+        )
+      }),
+      (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1_000))
+    )
+    const context = yield* Layer.build(PgClient.layerFromPool({ acquire, applicationName: APPLICATION })).pipe(
       Effect.mapError((e) => storeFailure(postgresDialect, "open", e)),
       Effect.catchAllDefect((cause) => new StoreFailure({ method: "open", cause }))
     )
@@ -227,7 +266,7 @@ const postgresClient = (options: PostgresStoreOptions): Effect.Effect<SqlClient.
  */
 export const hasSchema = (options: PostgresStoreOptions): Effect.Effect<boolean, StoreFailure> =>
   Effect.scoped(Effect.gen(function*() {
-    const sql = yield* postgresClient(options)
+    const sql = yield* makeClient(options)
     const rows = yield* sql<{ readonly present: unknown }>`
       SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
                       WHERE n.nspname = current_schema() AND c.relname = 'session_log_meta') AS present`.pipe(
@@ -244,7 +283,7 @@ export const makePostgresStore = (
   options: PostgresStoreOptions
 ): Effect.Effect<SessionStoreShape, StoreSchemaMismatch | StoreFailure, Scope.Scope> =>
   Effect.gen(function*() {
-    const sql = yield* postgresClient(options)
+    const sql = yield* makeClient(options)
     return yield* makeSqlStore({
       dialect: postgresDialect,
       location: displayLocation(urlOf(options)),
