@@ -76,6 +76,8 @@ export const CANONICAL_SCHEMA: ReadonlyArray<{ readonly name: string; readonly s
 /** What the catalogue shows of the tables both versions share (`catalogue` below). */
 const SHARED_CATALOGUE = [
   "relation session_backups r",
+  "relation session_backups_pkey i",
+  "relation sessions_pkey i",
   "relation session_backups_id_seq S",
   "relation session_log_meta r",
   "relation sessions r",
@@ -103,12 +105,14 @@ const SHARED_CATALOGUE = [
 
 /**
  * What the catalogue shows of the canonical schema of each version in the current schema: every
- * relation, every column (type, NOT NULL, identity) and every key or check constraint.
+ * relation (indexes included: an extra index is another schema), every column (type, NOT NULL,
+ * identity) and every key or check constraint.
  */
 const CANONICAL_CATALOGUE: Record<1 | 2, ReadonlyArray<string>> = {
   1: [
     ...SHARED_CATALOGUE,
     "relation events r",
+    "relation events_pkey i",
     "column events.session_id text not null",
     "column events.seq bigint not null",
     "column events.type text not null",
@@ -124,6 +128,7 @@ const CANONICAL_CATALOGUE: Record<1 | 2, ReadonlyArray<string>> = {
   2: [
     ...SHARED_CATALOGUE,
     "relation event_rows r",
+    "relation event_rows_pkey i",
     "column event_rows.session_id text not null",
     "column event_rows.seq bigint not null",
     "column event_rows.members integer not null",
@@ -154,7 +159,7 @@ const catalogue = Effect.gen(function*() {
   const rows = yield* sql<{ readonly line: string }>`
     SELECT 'relation ' || c.relname || ' ' || c.relkind::text AS line, 1 AS part, c.relname AS name, 0 AS pos
       FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-     WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')
+     WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S', 'i', 'I')
     UNION ALL
     SELECT 'column ' || c.relname || '.' || a.attname || ' ' || format_type(a.atttypid, a.atttypmod)
            || CASE WHEN a.attnotnull THEN ' not null' ELSE ' null' END

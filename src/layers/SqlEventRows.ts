@@ -179,7 +179,7 @@ export const undecodable = (location: string, row: unknown) =>
 
 /** A malformed packed row (Appendix A): a defect like any other, L4 when it lies in the committed region. */
 export class PackedDefect {
-  constructor(readonly detail: string) {}
+  constructor(readonly detail: string, readonly reason: "unparsable" | "seq-gap" = "unparsable") {}
 }
 
 /** Why a row is a defect. */
@@ -243,7 +243,8 @@ const packedMembers = (
   if (data._tag === "Fail") return notLossless(row[0], "data", data, location)
   const decoded = decodeStorageRecord({ type: tag, seq0: row[0], time0: row[3], data: data.value }, expectedSeq)
   if (decoded._tag === "Defect") {
-    return decoded.packed || decoded.reason === "malformed" ? new PackedDefect(decoded.detail) : decoded.reason
+    if (!decoded.packed && decoded.reason !== "malformed") return decoded.reason
+    return new PackedDefect(decoded.detail, decoded.reason === "seq-gap" ? "seq-gap" : "unparsable")
   }
   if (decoded.events.length !== row[1]) {
     return new PackedDefect(`${tag} row of ${decoded.events.length} members stored with members = ${row[1]}`)
@@ -263,9 +264,11 @@ export const rowToEvents = (
   out: Array<Event>
 ): number | RowDefect | StoreCorrupt => {
   const seq = row[0]
+  // Appendix A: a packed row's seq0 is one of its decoding checks (a gap there is L4 in the
+  // committed region, as in a JSONL file)
+  if (isPackedRowTag(row[2])) return packedMembers(row, expectedSeq, location, out)
   if (seq !== expectedSeq) return "seq-gap"
   if (!Number.isSafeInteger(row[3])) return "unparsable"
-  if (isPackedRowTag(row[2])) return packedMembers(row, expectedSeq, location, out)
   if (row[1] !== 1) return "unparsable"
   const ignorable = row[8] === true ? 1 : row[8]
   if (ignorable !== null && ignorable !== 1) return "unparsable"

@@ -8,7 +8,6 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
-import type { SqlDialect } from "./SqlDialect.js"
 import { EVENT_TABLE } from "./SqlEventRows.js"
 import { encodePayload, encodeProvenance } from "./SqlPayload.js"
 
@@ -53,8 +52,15 @@ const version2Row = (r: V1Row) => {
   }
 }
 
+/** What the migration needs of a dialect (`SqlDialect` has it; not imported: SqlDialect imports this module). */
+export interface MigrationDialect {
+  readonly name: string
+  /** The canonical tables of version 2 (`event_rows` among them). */
+  readonly tables: ReadonlyArray<{ readonly name: string; readonly sql: string }>
+}
+
 /** Create `event_rows`, copy every `events` row into it in (session_id, seq) order, drop `events`. */
-export const migrateToVersion2 = (dialect: SqlDialect): Effect.Effect<void, SqlError, SqlClient.SqlClient> =>
+export const migrateToVersion2 = (dialect: MigrationDialect): Effect.Effect<void, SqlError, SqlClient.SqlClient> =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const table = dialect.tables.find((t) => t.name === EVENT_TABLE[2])

@@ -104,7 +104,7 @@ export class RowScan {
     }
     return {
       events: this.events,
-      tornTail: { fromSeq: at, reason: packed ? "unparsable" : reason, position: at },
+      tornTail: { fromSeq: at, reason: packed ? reason.reason : reason, position: at },
       count: this.good
     }
   }

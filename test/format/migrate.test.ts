@@ -242,8 +242,11 @@ const insertFixture = (db: RawDb, name: string, text: string, version: number) =
     `INSERT INTO sessions (id, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, agent_preset, next_seq, revision)
      VALUES (?, ?, ?, ?, ?, NULL, NULL, ?, NULL, ?, 1)`
   ).run(name, version, head.createdAt, head.cwd ?? null, head.parentSession ?? null, head.delegationDepth ?? null, rows.length)
+  // schema version 2 rows, one per event: the payload as text in `data`, the provenance as a BLOB
+  // holding its JSON text (tag byte 1)
   const insert = db.prepare(
-    `INSERT INTO events (session_id, seq, type, time, data, source_event_seqs, surface_op, ignorable) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+    `INSERT INTO event_rows (session_id, seq, members, type, time, data, source_event_seqs, surface_op, ignorable)
+     VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?)`
   )
   for (const r of rows) {
     insert.run(
@@ -252,7 +255,7 @@ const insertFixture = (db: RawDb, name: string, text: string, version: number) =
       r.type,
       r.time,
       JSON.stringify(r.data),
-      r.sourceEventSeqs === undefined ? null : JSON.stringify(r.sourceEventSeqs),
+      r.sourceEventSeqs === undefined ? null : Buffer.from("\u0001" + JSON.stringify(r.sourceEventSeqs), "utf8"),
       r.surfaceOp === undefined ? null : JSON.stringify(r.surfaceOp),
       r.ignorable === true ? 1 : null
     )

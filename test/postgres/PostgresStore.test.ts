@@ -15,6 +15,7 @@ import * as Redacted from "effect/Redacted"
 import * as SqlClient from "@effect/sql/SqlClient"
 import {
   APPLICATION,
+  CANONICAL_SCHEMA,
   displayLocation,
   hasSchema,
   makePostgresStore,
@@ -25,7 +26,7 @@ import { makeSqlStore } from "../../src/layers/SqlStore.js"
 import { encodeEvent } from "../../src/schema/EventCodec.js"
 import type { Event } from "../../src/schema/Events.js"
 import { snapshot } from "../helpers/postgres.js"
-import { blockedBy, describePg, freshUrl, freshUrlWith, query, rawClient } from "./helpers.js"
+import { blockedBy, describePg, freshUrl, freshUrlWith, PG_V1_DDL, query, rawClient } from "./helpers.js"
 
 const ev = (seq: number, data: unknown = { n: seq }, time = 1_000 + seq) =>
   ({ type: "test/plugin", seq, time, data, ignorable: true }) as unknown as Event
@@ -46,10 +47,12 @@ const seeded = (url: string, id: string, count: number) =>
 
 const openError = (url: string) => Effect.flip(Effect.scoped(makePostgresStore({ url })))
 
+const V1_META = `INSERT INTO session_log_meta VALUES ('${APPLICATION}', 1)`
+
 describePg("PostgresStore", () => {
   // ------------------------------------------------------------------ open
 
-  it.scoped("§7.6 an empty schema gets the tables and one meta row; a second open accepts it", () =>
+  it.scoped("§7.6 an empty schema gets the tables (SQL schema version 2) and one meta row; a second open accepts it", () =>
     Effect.gen(function*() {
       const url = yield* freshUrl
       assert.isFalse(yield* hasSchema({ url }))
@@ -63,7 +66,7 @@ describePg("PostgresStore", () => {
         raw,
         "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY 1"
       )
-      assert.deepStrictEqual(tables.map((t) => t.table_name), ["events", "session_backups", "session_log_meta", "sessions"])
+      assert.deepStrictEqual(tables.map((t) => t.table_name), ["event_rows", "session_backups", "session_log_meta", "sessions"])
       const before = yield* Effect.promise(() => snapshot(url))
       yield* Effect.scoped(makePostgresStore({ url }))
       assert.strictEqual(yield* Effect.promise(() => snapshot(url)), before)
@@ -117,13 +120,49 @@ describePg("PostgresStore", () => {
       const url = yield* freshUrl
       yield* Effect.scoped(Effect.flatMap(seeded(url, "kept", 3), () => Effect.void))
       const raw = yield* rawClient(url)
-      yield* query(raw, "ALTER TABLE events ADD COLUMN extra TEXT")
+      yield* query(raw, "ALTER TABLE event_rows ADD COLUMN extra TEXT")
       const before = yield* Effect.promise(() => snapshot(url))
       const error = yield* openError(url)
       assert.strictEqual(error._tag, "StoreSchemaMismatch")
-      assert.include(error._tag === "StoreSchemaMismatch" ? error.found : "", "events.extra")
+      assert.include(error._tag === "StoreSchemaMismatch" ? error.found : "", "event_rows.extra")
       assert.strictEqual(yield* Effect.promise(() => snapshot(url)), before)
     }))
+
+  // a version-1 catalogue is migrated only when it is exactly version 1's, under a version-1 meta row
+  const versionMixups: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
+    ["version 1's tables with an extra column", [...PG_V1_DDL, "ALTER TABLE events ADD COLUMN extra TEXT", V1_META]],
+    ["version 1's tables with an extra index (a migration would drop it)", [...PG_V1_DDL, "CREATE INDEX events_by_type ON events (type)", V1_META]],
+    ["version 2's tables with an extra index", [
+      ...CANONICAL_SCHEMA.map((t) => t.sql),
+      "CREATE INDEX event_rows_by_type ON event_rows (type)",
+      V1_META.replace("', 1)", `', ${SCHEMA_VERSION})`)
+    ]],
+    ["version 1's tables without the events CHECK", [...PG_V1_DDL.map((d) => d.replace("BOOLEAN CHECK (ignorable)", "BOOLEAN")), V1_META]],
+    ["version 1's tables stamped version 2", [...PG_V1_DDL, V1_META.replace("', 1)", `', ${SCHEMA_VERSION})`)]],
+    ["version 2's tables stamped version 1", [...CANONICAL_SCHEMA.map((t) => t.sql), V1_META]],
+    ["version 1's tables next to event_rows (a half-migrated copy)", [
+      ...PG_V1_DDL,
+      CANONICAL_SCHEMA.find((t) => t.name === "event_rows")!.sql,
+      V1_META
+    ]]
+  ]
+  for (const [what, statements] of versionMixups) {
+    it.scoped(`S10 ${what} is refused with StoreSchemaMismatch, not migrated, and nothing is modified`, () =>
+      Effect.gen(function*() {
+        const url = yield* freshUrl
+        const raw = yield* rawClient(url)
+        for (const statement of statements) yield* query(raw, statement)
+        yield* query(raw, "INSERT INTO sessions (id, version, created_at, next_seq, revision) VALUES ('kept', 1, 1, 0, 0)")
+        const before = yield* Effect.promise(() => snapshot(url))
+        const error = yield* openError(url)
+        assert.strictEqual(error._tag, "StoreSchemaMismatch")
+        assert.strictEqual(error.rule, "S10")
+        assert.strictEqual(yield* Effect.promise(() => snapshot(url)), before)
+        const readOnly = yield* Effect.flip(Effect.scoped(makePostgresStore({ url, readOnly: true })))
+        assert.strictEqual(readOnly._tag, "StoreSchemaMismatch")
+        assert.strictEqual(yield* Effect.promise(() => snapshot(url)), before)
+      }))
+  }
 
   it.scoped("§7.1 durability point: a server with synchronous_commit=off is refused on open (StoreFailure)", () =>
     Effect.gen(function*() {
@@ -162,11 +201,11 @@ describePg("PostgresStore", () => {
       const store = yield* seeded(url, "s", 1)
       const raw = yield* rawClient(url)
       // a stray row at seq 2 behind the store's back (next_seq stays 1)
-      yield* query(raw, "INSERT INTO events (session_id, seq, type, time, data) VALUES ('s', 2, 'x/y', 0, '{}')")
+      yield* query(raw, "INSERT INTO event_rows (session_id, seq, members, type, time, data) VALUES ('s', 2, 1, 'x/y', 0, '{}')")
       const error = yield* Effect.flip(store.append("s", [ev(1), ev(2)], { expectedSeq: 1 }))
       assert.strictEqual(error._tag, "AppendConflict")
       assert.strictEqual(error.rule, "C7")
-      assert.deepStrictEqual(yield* query(raw, "SELECT seq FROM events WHERE session_id = 's' ORDER BY seq"), [
+      assert.deepStrictEqual(yield* query(raw, "SELECT seq FROM event_rows WHERE session_id = 's' ORDER BY seq"), [
         { seq: "0" },
         { seq: "2" }
       ])
@@ -199,7 +238,10 @@ describePg("PostgresStore", () => {
       const blocker = yield* rawClient(url)
       yield* query(blocker, "BEGIN")
       yield* query(blocker, "UPDATE sessions SET next_seq = 3, revision = revision + 1 WHERE id = 's'")
-      yield* query(blocker, "INSERT INTO events (session_id, seq, type, time, data, ignorable) VALUES ('s', 2, 'x/y', 0, '{}', true)")
+      yield* query(
+        blocker,
+        "INSERT INTO event_rows (session_id, seq, members, type, time, data, ignorable) VALUES ('s', 2, 1, 'x/y', 0, '{}', true)"
+      )
       const append = yield* Effect.fork(Effect.flip(store.append("s", [ev(2)], { expectedSeq: 2 })))
       yield* blockedBy(blocker)
       yield* query(blocker, "COMMIT")
@@ -217,7 +259,10 @@ describePg("PostgresStore", () => {
       const blocker = yield* rawClient(url)
       yield* query(blocker, "BEGIN")
       yield* query(blocker, "UPDATE sessions SET next_seq = 3, revision = revision + 1 WHERE id = 's'")
-      yield* query(blocker, "INSERT INTO events (session_id, seq, type, time, data, ignorable) VALUES ('s', 2, 'x/y', 0, '{}', true)")
+      yield* query(
+        blocker,
+        "INSERT INTO event_rows (session_id, seq, members, type, time, data, ignorable) VALUES ('s', 2, 1, 'x/y', 0, '{}', true)"
+      )
       const replace = yield* Effect.fork(Effect.flip(
         store.replaceLog("s", loaded.header, [ev(0)], { revision: loaded.revision, backup: "test" })
       ))
@@ -289,7 +334,7 @@ describePg("PostgresStore", () => {
       const store = yield* makePostgresStore({ url })
       const big = Number.MAX_SAFE_INTEGER
       yield* store.create({ version: 1, id: "long", createdAt: big, seedLength: 0, delegationDepth: 0 })
-      // more than a page (10,000 rows) and more than one INSERT (4,000 rows)
+      // more than a page (10,000 rows) and more than one INSERT (3,276 rows of 10 columns)
       const events = Array.from({ length: 12_500 }, (_, i) => ev(i, { i }, i === 0 ? big : i))
       yield* store.append("long", events, { expectedSeq: 0 })
       const loaded = yield* store.load("long")
@@ -298,8 +343,8 @@ describePg("PostgresStore", () => {
       assert.deepStrictEqual(lines(loaded.events), lines(events))
       assert.deepStrictEqual(lines(yield* store.readFrom("long", 12_400)), lines(events.slice(12_400)))
       const raw = yield* rawClient(url)
-      const [column] = yield* query(raw, "SELECT ignorable, data FROM events WHERE session_id = 'long' AND seq = 0")
-      assert.deepStrictEqual(column, { ignorable: true, data: "{\"i\":0}" })
+      const [column] = yield* query(raw, "SELECT members, ignorable, data, data_z FROM event_rows WHERE session_id = 'long' AND seq = 0")
+      assert.deepStrictEqual(column, { members: 1, ignorable: true, data: "{\"i\":0}", data_z: null })
     }))
 
   it.scoped("§7.6 S11 NUL in a TEXT column (event type, header field) is refused before writing; inside JSON it round-trips", () =>

@@ -43,10 +43,10 @@ describePg("PostgreSQL server restart", () => {
         yield* store.create({ version: 1, id: "s", createdAt: 1 })
         yield* store.append("s", events(0, 1), { expectedSeq: 0 })
         yield* store.append("s", events(1, 100), { expectedSeq: 1 })
-        // an uncommitted row at seq 6,101: the batch's second INSERT (seqs 4,101..8,100) waits on it
+        // an uncommitted row at seq 6,101: the batch's second INSERT (3,276 rows each: seqs 3,377..6,652) waits on it
         const blocker = yield* rawClient(url)
         yield* query(blocker, "BEGIN")
-        yield* query(blocker, "INSERT INTO events (session_id, seq, type, time, data) VALUES ('s', 6101, 'x/y', 0, '{}')")
+        yield* query(blocker, "INSERT INTO event_rows (session_id, seq, members, type, time, data) VALUES ('s', 6101, 1, 'x/y', 0, '{}')")
         const append = yield* Effect.fork(Effect.flip(store.append("s", events(101, 10_000), { expectedSeq: 101 })))
         yield* blockedBy(blocker)
         yield* Effect.promise(() => cluster!.stop("immediate"))
@@ -60,7 +60,7 @@ describePg("PostgreSQL server restart", () => {
         assert.strictEqual(reopened.tornTail, undefined)
         assert.deepStrictEqual(lines(reopened.events), lines(events(0, 101)))
         const raw = yield* rawClient(url)
-        assert.deepStrictEqual(yield* query(raw, "SELECT count(*)::int AS n FROM events"), [{ n: 101 }])
+        assert.deepStrictEqual(yield* query(raw, "SELECT count(*)::int AS n FROM event_rows"), [{ n: 101 }])
         assert.deepStrictEqual(yield* query(raw, "SELECT next_seq::int AS n FROM sessions"), [{ n: 101 }])
 
         // the old instance carries on: its pool replaced the connections the server dropped

@@ -11,6 +11,7 @@ import { createRequire } from "node:module"
 import {
   APPLICATION_ID,
   CANONICAL_SCHEMA,
+  CANONICAL_SCHEMA_V1,
   layerSqliteStore,
   makeSqliteStore,
   openDatabase,
@@ -25,6 +26,7 @@ import * as SessionLive from "../../src/layers/SessionLive.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
 import { anyValidLog, asEvents } from "../arbitraries.js"
 import { partition } from "../store-contract/contract.js"
+import { eventRow, expectedRows, type StoredRow, sqliteRows } from "./rows.js"
 
 // ---------------------------------------------------------------------------------------------
 // helpers: a raw better-sqlite3 connection to set up and inspect files behind the store's back
@@ -70,16 +72,44 @@ const header = (id: string, createdAt = 5, extra: Record<string, unknown> = {}) 
   ...extra
 })
 
-const canonicalText = (name: string) => CANONICAL_SCHEMA.find((o) => o.name === name)!.sql
+/** The canonical schema objects of a version in creation order (the event table references `sessions`). */
+const canonicalOf = (version: 1 | 2) => {
+  const objects = version === 1 ? CANONICAL_SCHEMA_V1 : CANONICAL_SCHEMA
+  return ["sessions", version === 1 ? "events" : "event_rows", "session_backups"].map((name) =>
+    objects.find((o) => o.name === name)!
+  )
+}
 
-/** A database created behind the store's back: the canonical schema, then `mutate`. */
-const rawCanonical = (file: string, mutate: (sql: string, name: string) => string = (s) => s, extra = "") =>
+/**
+ * A database created behind the store's back: the canonical schema of `version` (default the
+ * current one, 2), then `mutate`, the ids of that version, then `extra`.
+ */
+const rawCanonical = (
+  file: string,
+  mutate: (sql: string, name: string) => string = (s) => s,
+  extra = "",
+  version: 1 | 2 = 2
+) =>
   withRaw(file, (db) => {
-    for (const name of ["sessions", "events", "session_backups"]) db.exec(mutate(canonicalText(name), name))
+    for (const o of canonicalOf(version)) db.exec(mutate(o.sql, o.name))
     db.pragma(`application_id = ${APPLICATION_ID}`)
-    db.pragma(`user_version = ${SCHEMA_VERSION}`)
+    db.pragma(`user_version = ${version}`)
     if (extra !== "") db.exec(extra)
   })
+
+/** The user schema objects of a file and its stamps. */
+const schemaOf = (file: string) =>
+  withRaw(file, (db) => ({
+    userVersion: db.pragma("user_version", { simple: true }),
+    applicationId: db.pragma("application_id", { simple: true }),
+    objects: db.prepare("SELECT type, name FROM sqlite_schema WHERE name NOT LIKE 'sqlite%' ORDER BY name").all()
+  }))
+
+const V2_OBJECTS = [
+  { type: "table", name: "event_rows" },
+  { type: "table", name: "session_backups" },
+  { type: "table", name: "sessions" }
+]
 
 const storeOn = (file: string, busyTimeoutMs?: number) =>
   makeSqliteStore(busyTimeoutMs === undefined ? { filename: file } : { filename: file, busyTimeoutMs })
@@ -129,16 +159,21 @@ describe("SqliteStore", () => {
       assert.deepStrictEqual(encoded(reopened.events.slice(0, written.length)), encoded(written))
       assert.deepStrictEqual(reopened.header, { version: 1, id: "round-trip", createdAt: 0, cwd: "/tmp/x", delegationDepth: 0 })
       assert.deepStrictEqual(reopened.nodes, [2])
-      // the string marker is stored as the 8 characters "append", absent columns as NULL
+      // the string marker is stored as the 8 characters "append", absent columns as NULL; the
+      // provenance [1] as the runs BLOB: tag 0, then (gap 1 from seq 0, run length 1 - 1)
       const rows = yield* withRaw(file, (db) =>
-        db.prepare("SELECT seq, data, source_event_seqs, surface_op, ignorable FROM events ORDER BY seq").all()
+        db.prepare("SELECT seq, members, data, data_z, source_event_seqs, surface_op, ignorable FROM event_rows ORDER BY seq").all()
       )
+      assert.isAtLeast(rows.length, written.length)
       assert.strictEqual(rows[0].surface_op, null)
       assert.strictEqual(rows[0].source_event_seqs, null)
       assert.strictEqual(rows[0].ignorable, null)
+      assert.strictEqual(rows[0].data, "{\"turn\":1}")
+      assert.strictEqual(rows[0].data_z, null)
       assert.strictEqual(rows[1].surface_op, "\"append\"")
       assert.strictEqual(rows[2].surface_op, "{\"op\":\"replace\",\"start\":1,\"end\":1}")
-      assert.strictEqual(rows[2].source_event_seqs, "[1]")
+      assert.deepStrictEqual(rows[2].source_event_seqs, Buffer.from([0, 1, 0]))
+      assert.deepStrictEqual(rows.map((r) => r.members), rows.map(() => 1))
       const sessionRow = yield* withRaw(file, (db) => db.prepare("SELECT * FROM sessions").get())
       assert.strictEqual(sessionRow?.delegation_depth, 0)
       assert.strictEqual(sessionRow?.parent_session, null)
@@ -161,7 +196,7 @@ describe("SqliteStore", () => {
       assert.strictEqual(one(yield* mem`PRAGMA synchronous`), 2)
     }).pipe(Effect.provide(NodeContext.layer)))
 
-  it.scoped("S4 a pristine (missing or empty) file gets the canonical schema and ids", () =>
+  it.scoped("S4 a pristine (missing or empty) file gets the canonical schema (SQL schema version 2) and ids", () =>
     Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem
       const missing = yield* tempFile()
@@ -178,11 +213,7 @@ describe("SqliteStore", () => {
         }))
         assert.strictEqual(info.userVersion, SCHEMA_VERSION)
         assert.strictEqual(info.applicationId, APPLICATION_ID)
-        assert.deepStrictEqual(info.objects, [
-          { type: "table", name: "events" },
-          { type: "table", name: "session_backups" },
-          { type: "table", name: "sessions" }
-        ])
+        assert.deepStrictEqual(info.objects, V2_OBJECTS)
         assert.deepStrictEqual(info.strict.map((r) => r.strict), [1, 1, 1])
         assert.strictEqual(info.integrity, "ok")
         // and reopening an own database is accepted (S3 positive)
@@ -190,12 +221,32 @@ describe("SqliteStore", () => {
       }
     }).pipe(Effect.provide(NodeContext.layer)))
 
-  it.scoped("S3 accepts the canonical schema written with other whitespace", () =>
+  it.scoped("S3 accepts the canonical schema (SQL schema version 2) written with other whitespace, unchanged", () =>
     Effect.gen(function*() {
       const file = yield* tempFile()
       yield* rawCanonical(file, (s) => s.replace(/\s+/g, "  \n\t "))
+      const before = yield* schemaOf(file)
       const store = yield* storeOn(file)
       assert.deepStrictEqual(yield* store.list(), [])
+      assert.deepStrictEqual(yield* schemaOf(file), before)
+      assert.deepStrictEqual(before, { userVersion: SCHEMA_VERSION, applicationId: APPLICATION_ID, objects: V2_OBJECTS })
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("SQL schema version 2: a version-1 canonical schema (other whitespace) is accepted and migrated by a writing open", () =>
+    Effect.gen(function*() {
+      const file = yield* tempFile()
+      yield* rawCanonical(file, (s) => s.replace(/\s+/g, "  \n\t "), "", 1)
+      assert.strictEqual((yield* schemaOf(file)).userVersion, 1)
+      // a read-only open reads it as it is
+      yield* Effect.scoped(makeSqliteStore({ filename: file, readOnly: true }))
+      assert.strictEqual((yield* schemaOf(file)).userVersion, 1)
+      const store = yield* storeOn(file)
+      assert.deepStrictEqual(yield* store.list(), [])
+      assert.deepStrictEqual(yield* schemaOf(file), { userVersion: SCHEMA_VERSION, applicationId: APPLICATION_ID, objects: V2_OBJECTS })
+      // the migrated table is exactly the canonical one: a later open accepts it (S3)
+      const ddl = yield* withRaw(file, (db) => db.prepare("SELECT sql FROM sqlite_schema WHERE name = 'event_rows'").get())
+      assert.strictEqual(ddl?.sql, CANONICAL_SCHEMA.find((o) => o.name === "event_rows")!.sql)
+      yield* Effect.scoped(storeOn(file))
     }).pipe(Effect.provide(NodeContext.layer)))
 
   describe("foreign databases are refused and left byte-identical (S1–S3)", () => {
@@ -205,9 +256,14 @@ describe("SqliteStore", () => {
       readonly setup: (file: string) => Effect.Effect<void, unknown, FileSystem.FileSystem>
     }> = [
       {
-        name: "S1 another user_version",
+        name: "S1 another user_version (a later schema version)",
         rule: "S1",
-        setup: (f) => rawCanonical(f, undefined, "PRAGMA user_version = 2")
+        setup: (f) => rawCanonical(f, undefined, `PRAGMA user_version = ${SCHEMA_VERSION + 1}`)
+      },
+      {
+        name: "S1 version 1's schema stamped with a later version",
+        rule: "S1",
+        setup: (f) => rawCanonical(f, undefined, `PRAGMA user_version = ${SCHEMA_VERSION + 1}`, 1)
       },
       {
         name: "S1 a user_version without our application_id",
@@ -218,6 +274,11 @@ describe("SqliteStore", () => {
         name: "S2 another application_id",
         rule: "S2",
         setup: (f) => rawCanonical(f, undefined, "PRAGMA application_id = 305419896")
+      },
+      {
+        name: "S2 version 1's schema with another application_id (not migrated)",
+        rule: "S2",
+        setup: (f) => rawCanonical(f, undefined, "PRAGMA application_id = 305419896", 1)
       },
       {
         name: "S2 application_id 0 with user objects",
@@ -241,14 +302,49 @@ describe("SqliteStore", () => {
         setup: (f) => rawCanonical(f, (s, n) => n === "sessions" ? s.replace("cwd              TEXT", "cwd              BLOB") : s)
       },
       {
+        name: "S3 a changed event_rows column (data_z TEXT)",
+        rule: "S3",
+        setup: (f) => rawCanonical(f, (s, n) => n === "event_rows" ? s.replace("data_z            BLOB", "data_z            TEXT") : s)
+      },
+      {
+        name: "S3 event_rows without the data/data_z CHECK",
+        rule: "S3",
+        setup: (f) => rawCanonical(f, (s, n) => n === "event_rows" ? s.replace("CHECK ((data IS NULL) <> (data_z IS NULL)),", "") : s)
+      },
+      {
         name: "S3 a non-STRICT table",
         rule: "S3",
-        setup: (f) => rawCanonical(f, (s, n) => n === "events" ? s.replace(/\) STRICT$/, ")") : s)
+        setup: (f) => rawCanonical(f, (s, n) => n === "event_rows" ? s.replace(/\) STRICT$/, ")") : s)
       },
       {
         name: "S3 an extra index",
         rule: "S3",
-        setup: (f) => rawCanonical(f, undefined, "CREATE INDEX events_by_type ON events(type)")
+        setup: (f) => rawCanonical(f, undefined, "CREATE INDEX event_rows_by_type ON event_rows(type)")
+      },
+      {
+        name: "S3 version 2's schema stamped version 1",
+        rule: "S3",
+        setup: (f) => rawCanonical(f, undefined, "PRAGMA user_version = 1")
+      },
+      {
+        name: "S3 version 1's schema stamped version 2",
+        rule: "S3",
+        setup: (f) => rawCanonical(f, undefined, `PRAGMA user_version = ${SCHEMA_VERSION}`, 1)
+      },
+      {
+        name: "S3 version 1's schema with an extra index (not migrated)",
+        rule: "S3",
+        setup: (f) => rawCanonical(f, undefined, "CREATE INDEX events_by_type ON events(type)", 1)
+      },
+      {
+        name: "S3 version 1's schema with a changed column (not migrated)",
+        rule: "S3",
+        setup: (f) => rawCanonical(f, (s, n) => n === "events" ? s.replace("data              TEXT    NOT NULL", "data              TEXT") : s, "", 1)
+      },
+      {
+        name: "S3 version 1's schema next to event_rows (a half-migrated copy)",
+        rule: "S3",
+        setup: (f) => rawCanonical(f, undefined, CANONICAL_SCHEMA.find((o) => o.name === "event_rows")!.sql, 1)
       },
       {
         name: "S3 an extra table",
@@ -259,12 +355,17 @@ describe("SqliteStore", () => {
         name: "S3 an extra trigger",
         rule: "S3",
         setup: (f) =>
-          rawCanonical(f, undefined, "CREATE TRIGGER t AFTER INSERT ON events BEGIN SELECT 1; END")
+          rawCanonical(f, undefined, "CREATE TRIGGER t AFTER INSERT ON event_rows BEGIN SELECT 1; END")
       },
       {
         name: "S3 a missing table",
         rule: "S3",
         setup: (f) => rawCanonical(f, undefined, "DROP TABLE session_backups")
+      },
+      {
+        name: "S3 version 1's schema missing a table (not migrated)",
+        rule: "S3",
+        setup: (f) => rawCanonical(f, undefined, "DROP TABLE session_backups", 1)
       }
     ]
     for (const c of cases) {
@@ -365,7 +466,7 @@ describe("SqliteStore", () => {
       const stale = yield* Effect.flip(b.append("race", [ev(2, "turn/start", { turn: "b" }), ev(3)], { expectedSeq: 2 }))
       assert.strictEqual(stale._tag, "AppendConflict")
       assert.strictEqual(stale.rule, "C7")
-      const rows = yield* withRaw(file, (db) => db.prepare("SELECT seq, data FROM events ORDER BY seq").all())
+      const rows = yield* withRaw(file, (db) => db.prepare("SELECT seq, data FROM event_rows ORDER BY seq").all())
       assert.deepStrictEqual(rows, [
         { seq: 0, data: "{\"turn\":0}" },
         { seq: 1, data: "{\"turn\":1}" },
@@ -394,7 +495,7 @@ describe("SqliteStore", () => {
     Effect.gen(function*() {
       const file = yield* tempFile()
       const store = yield* storeOn(file)
-      const nasty = ["'; DROP TABLE events; --", "\"quoted\" 'single' `tick`", "nul\u0000inside", "back\\slash %_ ?1 :x @y $z"]
+      const nasty = ["'; DROP TABLE event_rows; --", "\"quoted\" 'single' `tick`", "nul\u0000inside", "back\\slash %_ ?1 :x @y $z"]
       for (const id of nasty) {
         yield* store.create(header(id, 1, { cwd: "/" + id, agentPreset: id }))
         const events = [
@@ -413,7 +514,7 @@ describe("SqliteStore", () => {
       assert.deepStrictEqual(listed.map((h) => h.id), [...nasty].sort())
       const integrity = yield* withRaw(file, (db) => db.pragma("integrity_check", { simple: true }))
       assert.strictEqual(integrity, "ok")
-      assert.strictEqual((yield* withRaw(file, (db) => db.prepare("SELECT count(*) AS n FROM events").get()))?.n, 8)
+      assert.strictEqual((yield* withRaw(file, (db) => db.prepare("SELECT count(*) AS n FROM event_rows").get()))?.n, 8)
     }).pipe(Effect.provide(NodeContext.layer)))
 
   it.scoped("S11 lone surrogates: verbatim inside JSON columns, refused (not mangled) in TEXT columns", () =>
@@ -478,12 +579,12 @@ describe("SqliteStore", () => {
       Effect.gen(function*() {
         const file = yield* tempFile()
         const store = yield* seeded(file)
-        yield* withRaw(file, (db) => db.prepare("UPDATE events SET data = '{\"turn\":' WHERE seq = 2").run())
+        yield* withRaw(file, (db) => db.prepare("UPDATE event_rows SET data = '{\"turn\":' WHERE seq = 2").run())
         const loaded = yield* store.load("d")
         assert.strictEqual(loaded.events.length, 2)
         assert.deepStrictEqual(loaded.tornTail, { fromSeq: 2, reason: "unparsable", position: 2 })
         // L8: load never mutates
-        assert.strictEqual((yield* withRaw(file, (db) => db.prepare("SELECT count(*) AS n FROM events").get()))?.n, 4)
+        assert.strictEqual((yield* withRaw(file, (db) => db.prepare("SELECT count(*) AS n FROM event_rows").get()))?.n, 4)
         // readFrom falls back to the full read and returns the kept prefix's suffix
         assert.strictEqual((yield* store.readFrom("d", 1)).length, 1)
         // L1: an append onto the damaged log at the kept length is a conflict
@@ -510,7 +611,7 @@ describe("SqliteStore", () => {
         const file = yield* tempFile()
         const store = yield* seeded(file)
         yield* store.append("d", [turnEnd(4)], { expectedSeq: 4 })
-        yield* withRaw(file, (db) => db.prepare("UPDATE events SET surface_op = 'nope' WHERE seq = 1").run())
+        yield* withRaw(file, (db) => db.prepare("UPDATE event_rows SET surface_op = 'nope' WHERE seq = 1").run())
         const e = yield* Effect.flip(store.load("d"))
         assert.strictEqual(e._tag, "StoreCorrupt")
         assert.strictEqual(e.rule, "L2")
@@ -520,7 +621,7 @@ describe("SqliteStore", () => {
       Effect.gen(function*() {
         const file = yield* tempFile()
         const store = yield* seeded(file)
-        yield* withRaw(file, (db) => db.prepare("DELETE FROM events WHERE seq = 1").run())
+        yield* withRaw(file, (db) => db.prepare("DELETE FROM event_rows WHERE seq = 1").run())
         const loaded = yield* store.load("d")
         assert.deepStrictEqual(loaded.tornTail, { fromSeq: 1, reason: "seq-gap", position: 1 })
         assert.strictEqual(loaded.events.length, 1)
@@ -540,14 +641,14 @@ describe("SqliteStore", () => {
       Effect.gen(function*() {
         const file = yield* tempFile()
         const store = yield* seeded(file)
-        yield* withRaw(file, (db) => db.prepare("UPDATE events SET data = '{\"turn\":' WHERE seq = 1").run())
+        yield* withRaw(file, (db) => db.prepare("UPDATE event_rows SET data = '{\"turn\":' WHERE seq = 1").run())
         // the read's result is [ev(0)] (torn tail from 1): nothing at or after seq 2
         assert.deepStrictEqual(yield* store.readFrom("d", 2), [])
         assert.deepStrictEqual((yield* store.readFrom("d", 0)).map((e) => (e as Event).seq), [0])
         const other = yield* tempFile()
         const damaged = yield* seeded(other)
         yield* damaged.append("d", [turnEnd(4)], { expectedSeq: 4 })
-        yield* withRaw(other, (db) => db.prepare("UPDATE events SET data = '{' WHERE seq = 1").run())
+        yield* withRaw(other, (db) => db.prepare("UPDATE event_rows SET data = '{' WHERE seq = 1").run())
         const e = yield* Effect.flip(damaged.readFrom("d", 3))
         assert.strictEqual(e._tag, "StoreCorrupt")
         assert.strictEqual((e as { rule: string }).rule, "L2")
@@ -566,16 +667,16 @@ describe("SqliteStore", () => {
         const e = yield* Effect.flip(Effect.scoped(SessionLive.open("odd").pipe(Effect.provideService(SessionStore, store))))
         assert.strictEqual(e._tag, "StoreCorrupt")
         assert.strictEqual((e as { rule: string }).rule, "L9")
-        assert.strictEqual((yield* withRaw(file, (db) => db.prepare("SELECT count(*) AS n FROM events").get()))?.n, 2)
+        assert.strictEqual((yield* withRaw(file, (db) => db.prepare("SELECT count(*) AS n FROM event_rows").get()))?.n, 2)
       }).pipe(Effect.provide(NodeContext.layer)))
 
     it.scoped("a row with an unparsable column is a defect even when another of its columns fails the lossless walk", () =>
       Effect.gen(function*() {
         const file = yield* tempFile()
         const store = yield* seeded(file)
-        yield* withRaw(file, (db) => db.prepare("UPDATE events SET data = '{\"turn\":-0}', surface_op = '{' WHERE seq = 3").run())
+        yield* withRaw(file, (db) => db.prepare("UPDATE event_rows SET data = '{\"turn\":-0}', surface_op = '{' WHERE seq = 3").run())
         assert.deepStrictEqual((yield* store.load("d")).tornTail, { fromSeq: 3, reason: "unparsable", position: 3 })
-        yield* withRaw(file, (db) => db.prepare("UPDATE events SET surface_op = NULL WHERE seq = 3").run())
+        yield* withRaw(file, (db) => db.prepare("UPDATE event_rows SET surface_op = NULL WHERE seq = 3").run())
         assert.strictEqual((yield* Effect.flip(store.load("d"))).rule, "L9")
       }).pipe(Effect.provide(NodeContext.layer)))
 
@@ -584,7 +685,7 @@ describe("SqliteStore", () => {
         const file = yield* tempFile()
         const store = yield* seeded(file)
         yield* withRaw(file, (db) =>
-          db.prepare("INSERT INTO events (session_id, seq, type, time, data) VALUES ('d', -1, 'turn/start', 1, '{')").run())
+          db.prepare("INSERT INTO event_rows (session_id, seq, members, type, time, data) VALUES ('d', -1, 1, 'turn/start', 1, '{')").run())
         const e = yield* Effect.flip(store.load("d"))
         assert.strictEqual(e._tag, "StoreCorrupt")
         assert.strictEqual(e.rule, "L2")
@@ -595,7 +696,7 @@ describe("SqliteStore", () => {
       Effect.gen(function*() {
         const file = yield* tempFile()
         const store = yield* seeded(file)
-        yield* withRaw(file, (db) => db.prepare("UPDATE events SET data = '{\"turn\":-0}' WHERE seq = 3").run())
+        yield* withRaw(file, (db) => db.prepare("UPDATE event_rows SET data = '{\"turn\":-0}' WHERE seq = 3").run())
         const e = yield* Effect.flip(store.load("d"))
         assert.strictEqual(e._tag, "StoreCorrupt")
         assert.strictEqual(e.rule, "L9")
@@ -611,7 +712,7 @@ describe("SqliteStore", () => {
       // append refuses an unmarked unknown type (K9): write it marked, then unmark it as another
       // writer of the file could
       yield* store.append("r", [events[0], { ...events[1], ignorable: true }, events[2], events[3]], { expectedSeq: 0 })
-      yield* withRaw(file, (db) => db.prepare("UPDATE events SET ignorable = NULL WHERE seq = 1").run())
+      yield* withRaw(file, (db) => db.prepare("UPDATE event_rows SET ignorable = NULL WHERE seq = 1").run())
       const l10 = yield* Effect.flip(store.readFrom("r", -1))
       assert.strictEqual(l10._tag, "SeqNotContiguous")
       assert.strictEqual(l10.rule, "L10")
@@ -714,25 +815,17 @@ describe("SqliteStore", () => {
     }).pipe(Effect.provide(NodeContext.layer)))
 
   describe("read and write paths", () => {
-    /** The stored columns of every row, in seq order. */
-    const storedRows = (file: string, id: string) =>
-      withRaw(file, (db) =>
-        db.prepare(
-          "SELECT seq, type, time, data, source_event_seqs, surface_op, ignorable FROM events WHERE session_id = ? ORDER BY seq"
-        ).all(id))
+    /** The stored rows of a session, as the texts they hold (payload inflated, provenance decoded). */
+    const storedRows = sqliteRows
 
-    /** The §7.5 column encodings of an event, computed independently of the store. */
-    const expectedRow = (e: Event) => ({
-      seq: e.seq,
-      type: e.type,
-      time: e.time,
-      data: JSON.stringify(e.data),
-      source_event_seqs: e.sourceEventSeqs === undefined ? null : JSON.stringify(e.sourceEventSeqs),
-      surface_op: e.surfaceOp === undefined ? null : JSON.stringify(e.surfaceOp),
-      ignorable: e.ignorable === true ? 1 : null
-    })
+    /** The row of one event (SQL schema version 2 column encodings), computed independently of the store. */
+    const expectedRow = eventRow
 
-    // events whose type or data contain the text of envelope keys around `data`
+    const chunk = (seq: number, text: string) =>
+      ev(seq, "assistant/chunk", { turn: 1, step: 1, chunk: { type: "text-delta", index: 0, text } })
+
+    // events whose type or data contain the text of envelope keys around `data`; long payloads
+    // (over 1 KiB: compressed) with provenance runs and text; a run of delta chunks
     const mimics: ReadonlyArray<Event> = [
       ev(0, "x/,\"data\":{\"a\":1}", { v: ",\"data\":" }, { ignorable: true }),
       ev(1, "x/\"quoted\" \\ type", { tail: "\"},\"surfaceOp\":\"append\"}" }, { ignorable: true }),
@@ -747,10 +840,17 @@ describe("SqliteStore", () => {
       ev(6, "user/message", { id: "v", role: "user", content: [{ type: "text", text: "r" }] }, {
         surfaceOp: { op: "replace", start: 2, end: 2 },
         sourceEventSeqs: [2]
-      })
+      }),
+      ev(7, "x/long", { text: ",\"data\":".repeat(200), end: "\"}" }, { ignorable: true, sourceEventSeqs: [0, 1, 2, 5] }),
+      ev(8, "x/long", "🙂".repeat(300), { ignorable: true, sourceEventSeqs: [5, 1] }),
+      chunk(9, "a"),
+      chunk(10, "\"},\"surfaceOp\":\"append\"}"),
+      chunk(11, ""),
+      chunk(12, "🙂"),
+      chunk(13, "e")
     ]
 
-    it.scoped("§7.5 column encodings hold for events mimicking the envelope frame (single appends, a batch, replaceLog)", () =>
+    it.scoped("SQL schema version 2 column encodings hold for events mimicking the envelope frame (single appends, a batch, replaceLog)", () =>
       Effect.gen(function*() {
         const file = yield* tempFile()
         const store = yield* storeOn(file)
@@ -758,16 +858,50 @@ describe("SqliteStore", () => {
         for (const e of mimics) yield* store.append("single", [e], { expectedSeq: e.seq })
         yield* store.create(header("batch"))
         yield* store.append("batch", mimics, { expectedSeq: 0 })
+        // single appends: one row per event; the batch: the chunk run is one packed row
         const want = mimics.map(expectedRow)
         assert.deepStrictEqual(yield* storedRows(file, "single"), want)
-        assert.deepStrictEqual(yield* storedRows(file, "batch"), want)
+        const packed: StoredRow = {
+          seq: 9,
+          members: 5,
+          type: "text-chunks",
+          time: 1_009,
+          payload: "{\"turn\":1,\"step\":1,\"index\":0,\"dt\":[1,1,1,1],\"texts\":[\"a\",\"\\\"},\\\"surfaceOp\\\":\\\"append\\\"}\",\"\",\"🙂\",\"e\"]}",
+          column: "data",
+          provenance: null,
+          provenanceTag: null,
+          surface_op: null,
+          ignorable: null
+        }
+        assert.deepStrictEqual(yield* storedRows(file, "batch"), [...want.slice(0, 9), packed])
+        assert.deepStrictEqual(expectedRows(mimics, true), [...want.slice(0, 9), packed])
+        // the long payloads are compressed; the provenance [0, 1, 2, 5] is runs, [5, 1] text
+        assert.deepStrictEqual(want.slice(7, 9).map((r) => [r.column, r.provenanceTag]), [["data_z", 0], ["data_z", 1]])
         const loaded = yield* store.load("batch")
         assert.deepStrictEqual(encoded(loaded.events), encoded(mimics))
+        assert.deepStrictEqual(encoded((yield* store.load("single")).events), encoded(mimics))
         yield* store.replaceLog("batch", loaded.header, mimics.slice(0, 3), { revision: loaded.revision, backup: "test" })
         assert.deepStrictEqual(yield* storedRows(file, "batch"), want.slice(0, 3))
+        // replaceLog packs as an append does
+        const replaced = yield* store.load("batch")
+        yield* store.replaceLog("batch", replaced.header, mimics, { revision: replaced.revision, backup: "test" })
+        assert.deepStrictEqual(yield* storedRows(file, "batch"), [...want.slice(0, 9), packed])
+        assert.deepStrictEqual(encoded((yield* store.load("batch")).events), encoded(mimics))
       }).pipe(Effect.provide(NodeContext.layer)))
 
-    it.scoped("§7.5 column encodings of session-built (trusted) events equal an independent encoding", () =>
+    it.scoped("SQL schema version 2 column encodings with packChunks: false: one row per event, chunks included", () =>
+      Effect.gen(function*() {
+        const file = yield* tempFile()
+        const store = yield* makeSqliteStore({ filename: file, packChunks: false })
+        yield* store.create(header("unpacked"))
+        yield* store.append("unpacked", mimics, { expectedSeq: 0 })
+        assert.deepStrictEqual(yield* storedRows(file, "unpacked"), mimics.map(expectedRow))
+        assert.deepStrictEqual(encoded((yield* store.load("unpacked")).events), encoded(mimics))
+        // a store that packs reads the same file to the same events
+        assert.deepStrictEqual(encoded((yield* storeOn(file).pipe(Effect.flatMap((s) => s.load("unpacked")))).events), encoded(mimics))
+      }).pipe(Effect.provide(NodeContext.layer)))
+
+    it.scoped("SQL schema version 2 column encodings of session-built (trusted) events equal an independent encoding", () =>
       Effect.gen(function*() {
         const file = yield* tempFile()
         const written = yield* Effect.scoped(
@@ -780,21 +914,27 @@ describe("SqliteStore", () => {
       }).pipe(Effect.provide(NodeContext.layer)))
 
     it.scoped.prop(
-      "§7.5 random valid logs under random batch partitions: every stored column is the JSON text of its field",
-      { log: anyValidLog, sizes: fc.array(fc.integer({ min: 1, max: 7 }), { maxLength: 6 }) },
+      "SQL schema version 2 random valid logs under random batch partitions: each batch is stored as its expected rows (packChunks true and false)",
+      { log: anyValidLog, sizes: fc.array(fc.integer({ min: 1, max: 12 }), { maxLength: 6 }) },
       ({ log, sizes }) =>
         Effect.gen(function*() {
-          const file = yield* tempFile()
-          const store = yield* storeOn(file)
           const events = asEvents(log.events)
-          yield* store.create(header("p"))
-          let next = 0
-          for (const batch of partition(events, sizes)) {
-            yield* store.append("p", batch, { expectedSeq: next })
-            next += batch.length
+          const batches = partition(events, sizes)
+          const loads: Array<ReadonlyArray<string>> = []
+          for (const packChunks of [true, false]) {
+            const file = yield* tempFile()
+            const store = yield* makeSqliteStore({ filename: file, packChunks })
+            yield* store.create(header("p"))
+            let next = 0
+            for (const batch of batches) {
+              yield* store.append("p", batch, { expectedSeq: next })
+              next += batch.length
+            }
+            assert.deepStrictEqual(yield* storedRows(file, "p"), batches.flatMap((b) => expectedRows(b, packChunks)))
+            loads.push(encoded((yield* store.load("p")).events))
+            assert.deepStrictEqual(loads[loads.length - 1], encoded(events))
           }
-          assert.deepStrictEqual(yield* storedRows(file, "p"), events.map(expectedRow))
-          assert.deepStrictEqual(encoded((yield* store.load("p")).events), encoded(events))
+          assert.deepStrictEqual(loads[0], loads[1])
         }).pipe(Effect.provide(NodeContext.layer)),
       { fastCheck: { numRuns: 15 } }
     )
@@ -814,23 +954,23 @@ describe("SqliteStore", () => {
         assert.deepStrictEqual(encoded(yield* store.readFrom("pages", 999)), encoded(events.slice(999)))
         assert.deepStrictEqual(encoded(yield* store.readFrom("pages", 2_000)), encoded(events.slice(2_000)))
         // L3: a row in the third page that does not parse
-        yield* withRaw(file, (db) => db.prepare("UPDATE events SET data = '{' WHERE seq = 2100").run())
+        yield* withRaw(file, (db) => db.prepare("UPDATE event_rows SET data = '{' WHERE seq = 2100").run())
         const torn = yield* store.load("pages")
         assert.strictEqual(torn.events.length, 2_100)
         assert.deepStrictEqual(torn.tornTail, { fromSeq: 2_100, reason: "unparsable", position: 2_100 })
         assert.strictEqual((yield* store.readFrom("pages", 1_500)).length, 600)
         // L2: the same defect before a turn/end further on
         yield* withRaw(file, (db) =>
-          db.prepare("UPDATE events SET type = 'turn/end', data = ?, ignorable = NULL WHERE seq = 2499").run(
+          db.prepare("UPDATE event_rows SET type = 'turn/end', data = ?, ignorable = NULL WHERE seq = 2499").run(
             "{\"turn\":1,\"reason\":{\"kind\":\"completed\"}}"
           ))
         const corrupt = yield* Effect.flip(store.load("pages"))
         assert.strictEqual(corrupt._tag, "StoreCorrupt")
         assert.strictEqual(corrupt.rule, "L2")
         // L3: a seq gap in the second page
-        yield* withRaw(file, (db) => db.prepare("DELETE FROM events WHERE seq >= 1500").run())
+        yield* withRaw(file, (db) => db.prepare("DELETE FROM event_rows WHERE seq >= 1500").run())
         yield* withRaw(file, (db) => db.prepare("UPDATE sessions SET next_seq = 1500").run())
-        yield* withRaw(file, (db) => db.prepare("DELETE FROM events WHERE seq = 1200").run())
+        yield* withRaw(file, (db) => db.prepare("DELETE FROM event_rows WHERE seq = 1200").run())
         const gap = yield* store.load("pages")
         assert.deepStrictEqual(gap.tornTail, { fromSeq: 1_200, reason: "seq-gap", position: 1_200 })
         assert.strictEqual(gap.events.length, 1_200)
@@ -850,7 +990,7 @@ describe("SqliteStore", () => {
           const id = `deep-${i}`
           yield* store.create(header(id))
           yield* store.append(id, [ev(0)], { expectedSeq: 0 })
-          yield* withRaw(file, (db) => db.prepare("UPDATE events SET data = ? WHERE session_id = ?").run(text, id))
+          yield* withRaw(file, (db) => db.prepare("UPDATE event_rows SET data = ? WHERE session_id = ?").run(text, id))
           const e = yield* Effect.flip(store.load(id))
           assert.strictEqual(e._tag, "StoreCorrupt")
           assert.strictEqual(e.rule, "L9")
@@ -883,9 +1023,9 @@ describe("SqliteStore", () => {
         yield* store.append("huge", many(999), { expectedSeq: 0 })
         yield* withRaw(file, (db) =>
           db.exec(
-            "INSERT INTO events (session_id, seq, type, time, data) VALUES " +
-              "('huge', 9007199254740992, 'x/e', 1, '{}'), ('huge', 9007199254740993, 'x/e', 1, '{}'), " +
-              "('huge', 9007199254740994, 'x/e', 1, '{}')"
+            "INSERT INTO event_rows (session_id, seq, members, type, time, data) VALUES " +
+              "('huge', 9007199254740992, 1, 'x/e', 1, '{}'), ('huge', 9007199254740993, 1, 'x/e', 1, '{}'), " +
+              "('huge', 9007199254740994, 1, 'x/e', 1, '{}')"
           ))
         const e = yield* Effect.flip(store.load("huge"))
         assert.strictEqual(e._tag, "StoreCorrupt")
@@ -902,7 +1042,7 @@ describe("SqliteStore", () => {
         assert.strictEqual((yield* store.load("pk")).revision, "2")
         // a row at seq 2 behind the store's back (next_seq stays 2)
         yield* withRaw(file, (db) =>
-          db.prepare("INSERT INTO events (session_id, seq, type, time, data) VALUES ('pk', 2, 'x/e', 1, '{}')").run())
+          db.prepare("INSERT INTO event_rows (session_id, seq, members, type, time, data) VALUES ('pk', 2, 1, 'x/e', 1, '{}')").run())
         const e = yield* Effect.flip(store.append("pk", [ev(2), ev(3)], { expectedSeq: 2 }))
         assert.strictEqual(e._tag, "AppendConflict")
         assert.strictEqual(e.rule, "C7")

@@ -18,7 +18,7 @@ const db = new Database(process.argv[2])
 db.pragma("busy_timeout = 10000")
 db.exec("BEGIN IMMEDIATE")
 const n = db.prepare("SELECT next_seq FROM sessions WHERE id = ?").get("busy").next_seq
-db.prepare("INSERT INTO events (session_id, seq, type, time, data) VALUES (?, ?, 'turn/start', 0, ?)")
+db.prepare("INSERT INTO event_rows (session_id, seq, members, type, time, data) VALUES (?, ?, 1, 'turn/start', 0, ?)")
   .run("busy", n, JSON.stringify({ turn: "child" }))
 db.prepare("UPDATE sessions SET next_seq = ?, revision = revision + 1 WHERE id = ?").run(n + 1, "busy")
 process.stdout.write("locked\\n")
