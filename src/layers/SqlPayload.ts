@@ -26,7 +26,7 @@ export const encodePayload = (text: string): PayloadColumns => {
   if (text.length * 3 <= COMPRESS_ABOVE) return [text, null]
   const bytes = Buffer.from(text, "utf8")
   if (bytes.length <= COMPRESS_ABOVE) return [text, null]
-  const z = deflateRawSync(bytes)
+  const z = deflateRawSync(bytes, { level: 1 })
   return z.length < bytes.length ? [null, z] : [text, null]
 }
 

@@ -121,24 +121,18 @@ const candidate = (event: Event): Candidate | undefined => {
   if (!isExactInt(seq) || !isExactInt(time) || !isRecord(data) || !hasKeys(data, PAYLOAD)) return undefined
   const { chunk, step, turn } = data
   if (!isExactInt(turn) || !isExactInt(step) || !isRecord(chunk) || !isExactInt(chunk.index)) return undefined
-  const base = { event, seq, time, turn, step, index: chunk.index }
+  const index = chunk.index
   if (chunk.type === "text-delta" || chunk.type === "reasoning-delta") {
     if (!hasKeys(chunk, TEXT_CHUNK) || typeof chunk.text !== "string") return undefined
-    return { ...base, kind: chunk.type, id: undefined, name: undefined, hasName: false, member: chunk.text }
+    return { event, kind: chunk.type, seq, time, turn, step, index, id: undefined, name: undefined, hasName: false, member: chunk.text }
   }
   if (chunk.type === "tool-call-delta") {
     const hasName = hasKeys(chunk, NAMED_TOOL_CHUNK)
     if (!hasName && !hasKeys(chunk, TOOL_CHUNK)) return undefined
     if (typeof chunk.id !== "string" || typeof chunk.argumentsDelta !== "string") return undefined
     if (hasName && typeof chunk.name !== "string") return undefined
-    return {
-      ...base,
-      kind: "tool-call-delta",
-      id: chunk.id,
-      name: hasName ? chunk.name as string : undefined,
-      hasName,
-      member: chunk.argumentsDelta
-    }
+    const name = hasName ? chunk.name as string : undefined
+    return { event, kind: "tool-call-delta", seq, time, turn, step, index, id: chunk.id, name, hasName, member: chunk.argumentsDelta }
   }
   return undefined
 }
@@ -167,8 +161,28 @@ const buildRow = (first: Candidate, dt: ReadonlyArray<number>, members: Readonly
   return { type: tagOf(first.kind) as "text-chunks", seq0: first.seq, time0: first.time, data: { turn, step, index, dt, texts: members } }
 }
 
-/** The UTF-8 length of the JSON text of a string. */
-const stringBytes = (s: string): number => utf8Length(JSON.stringify(s))
+/**
+ * The UTF-8 length of the JSON text of a string (`utf8Length(JSON.stringify(s))`, counted without
+ * building either): quotes, two-byte escapes, `\u00XX` for other control characters and lone
+ * surrogates, UTF-8 widths for the rest.
+ */
+export const stringBytes = (s: string): number => {
+  let n = 2
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    if (c < 0x80) {
+      n += c >= 0x20 ? (c === 0x22 || c === 0x5c ? 2 : 1) : (c === 8 || c === 9 || c === 10 || c === 12 || c === 13 ? 2 : 6)
+    } else if (c < 0x800) {
+      n += 2
+    } else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      n += 4
+      i++
+    } else {
+      n += c >= 0xd800 && c <= 0xdfff ? 6 : 3
+    }
+  }
+  return n
+}
 
 /**
  * Split a batch into storage records (Appendix A): runs of ≥ 3 exact-shape delta chunks with the
