@@ -1,9 +1,11 @@
 /**
  * The event → update projection as a pure function (ACP.md §2.5): replacements (pruning,
  * compaction) never replay as new messages, injected context is not shown, a compaction is a
- * `compaction_update` only for clients that advertised it, and live chunks of one model call share
- * the `messageId` replay gives its message — a mode switch in the middle does not split them.
+ * `compaction_update` only for clients that advertised it, live chunks of one model call share
+ * the `messageId` replay gives its message — a mode switch in the middle does not split them — and
+ * coalescing folds a tool call's updates into the `tool_call` that announced it.
  */
+import type * as acp from "@agentclientprotocol/sdk"
 import { assert, describe, it } from "@effect/vitest"
 import { coalesce, defaultPresenter, makeProjector, projectTranscript } from "../../src/programs/acp/Acp.js"
 import type { Event } from "../../src/schema/Events.js"
@@ -57,5 +59,26 @@ describe("ACP projection (pure)", () => {
     assert.deepStrictEqual(coalesce(modeless), projectTranscript(events, { compaction: false, presenter: defaultPresenter }))
     assert.deepStrictEqual(new Set(modeless.map((u: any) => u.messageId)), new Set(["m1"]))
     assert.isTrue(liveUpdates.some((u) => u.sessionUpdate === "current_mode_update"))
+  })
+
+  it("coalescing folds each tool call's updates into the tool_call that announced it, at its position", () => {
+    const call = (id: string): acp.SessionUpdate => ({ sessionUpdate: "tool_call", toolCallId: id, title: id, kind: "read", status: "pending", rawInput: { id } })
+    const started = (id: string): acp.SessionUpdate => ({ sessionUpdate: "tool_call_update", toolCallId: id, status: "in_progress" })
+    const settled = (id: string, status: "completed" | "failed"): acp.SessionUpdate => ({
+      sessionUpdate: "tool_call_update",
+      toolCallId: id,
+      status,
+      content: [{ type: "content", content: { type: "text", text: `${id} ${status}` } }]
+    })
+    const text = (t: string): acp.SessionUpdate => ({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: t }, messageId: "m1" })
+    const live = [call("a"), call("b"), started("a"), settled("a", "completed"), started("b"), settled("b", "failed"), started("x"), settled("x", "completed"), text("done")]
+    assert.deepStrictEqual(coalesce(live), [
+      { sessionUpdate: "tool_call", toolCallId: "a", title: "a", kind: "read", status: "completed", rawInput: { id: "a" }, content: [{ type: "content", content: { type: "text", text: "a completed" } }] },
+      { sessionUpdate: "tool_call", toolCallId: "b", title: "b", kind: "read", status: "failed", rawInput: { id: "b" }, content: [{ type: "content", content: { type: "text", text: "b failed" } }] },
+      // updates of a call that was never shown stay one update
+      { sessionUpdate: "tool_call_update", toolCallId: "x", status: "completed", content: [{ type: "content", content: { type: "text", text: "x completed" } }] },
+      text("done")
+    ])
+    assert.deepStrictEqual(coalesce(coalesce(live)), coalesce(live))
   })
 })

@@ -115,8 +115,6 @@ describe("session-log acp over stdio", () => {
         "agent_message_chunk",
         "user_message_chunk",
         "tool_call",
-        "tool_call_update",
-        "tool_call_update",
         "agent_message_chunk"
       ]
     )

@@ -1,11 +1,12 @@
 /**
  * The one event → `session/update` projection of the ACP adapter (ACP.md §2.5), used by live
  * updates (`live: true`: text and reasoning deltas as they are committed) and by `session/load`
- * replay (`live: false`: committed blocks, coalesced), so the two cannot drift. Chunks of one model
- * attempt share a `messageId` derived from the attempt's first chunk seq, which both paths know
- * (the library's message id is assigned only after the stream ended). Replacements (compaction,
- * pruning) are never shown as new messages; a compaction is a `compaction_update` for clients that
- * advertised it.
+ * replay (`live: false`: committed blocks, and each tool call folded into the `tool_call` that
+ * announced it), so the two cannot drift: replay is what `coalesce` makes of the live updates.
+ * Chunks of one model attempt share a `messageId` derived from the attempt's first chunk seq, which
+ * both paths know (the library's message id is assigned only after the stream ended). Replacements
+ * (compaction, pruning) are never shown as new messages; a compaction is a `compaction_update` for
+ * clients that advertised it.
  */
 import type * as acp from "@agentclientprotocol/sdk"
 import type { Event } from "../../schema/Events.js"
@@ -51,6 +52,9 @@ export const blocksText = (blocks: ReadonlyArray<ContentBlock>): string =>
 const messageIdOfAttempt = (firstChunkSeq: number | string): string => `m${firstChunkSeq}`
 
 type ChunkKind = "agent_message_chunk" | "agent_thought_chunk"
+
+/** No update (shared: most events project to none). */
+const none: ReadonlyArray<acp.SessionUpdate> = []
 
 const chunk = (kind: ChunkKind, text: string, messageId: string): acp.SessionUpdate => ({
   sessionUpdate: kind,
@@ -109,34 +113,35 @@ export const makeProjector = (options: ProjectionOptions): Projector => {
   }
 
   const project = (event: Event): ReadonlyArray<acp.SessionUpdate> => {
+    // replay passes over the bulk of a log (streamed chunks) without looking into it
+    if (!options.live && event.type === "assistant/chunk") return none
     const data = record(event.data)
     switch (event.type) {
       case "assistant/chunk": {
-        if (!options.live) return []
         attemptStart ??= event.seq
         const c = record(data.chunk)
         if ((c.type === "text-delta" || c.type === "reasoning-delta") && typeof c.text === "string" && c.text !== "") {
           const kind = c.type === "text-delta" ? "agent_message_chunk" : "agent_thought_chunk"
           return [chunk(kind, c.text, messageIdOfAttempt(attemptStart))]
         }
-        return []
+        return none
       }
       case "assistant/message": {
         attemptStart = undefined
-        if (event.surfaceOp !== "append") return []
+        if (event.surfaceOp !== "append") return none
         return assistantBlocks(data, event.sourceEventSeqs as ReadonlyArray<number> | undefined)
       }
       case "tool/call":
         attemptStart = undefined
         return typeof data.callId === "string"
           ? [{ sessionUpdate: "tool_call_update", toolCallId: data.callId, status: "in_progress" }]
-          : []
+          : none
       case "tool/result": {
         attemptStart = undefined
-        if (event.surfaceOp !== "append") return [] // a pruning rewrite: nothing new happened
+        if (event.surfaceOp !== "append") return none // a pruning rewrite: nothing new happened
         const message = record(data.message)
         const block = record((Array.isArray(message.content) ? message.content : [])[0])
-        if (typeof block.toolCallId !== "string") return []
+        if (typeof block.toolCallId !== "string") return none
         const inner = (Array.isArray(block.content) ? block.content : []) as ReadonlyArray<ContentBlock>
         return [{
           sessionUpdate: "tool_call_update",
@@ -151,14 +156,14 @@ export const makeProjector = (options: ProjectionOptions): Projector => {
         const content = (Array.isArray(data.content) ? data.content : []) as ReadonlyArray<ContentBlock>
         if (event.surfaceOp === "append") {
           // the client shows its own prompt live; replay restores it (opencode PR #22468)
-          if (options.live || source.kind !== "user") return []
+          if (options.live || source.kind !== "user") return none
           return content.map((b) => ({
             sessionUpdate: "user_message_chunk",
             content: { type: "text", text: b.type === "text" && typeof b.text === "string" ? b.text : JSON.stringify(b) },
             messageId: String(data.id)
           }))
         }
-        if (!options.compaction || source.plugin !== "compact") return []
+        if (!options.compaction || source.plugin !== "compact") return none
         return [{
           sessionUpdate: "compaction_update",
           compactionId: typeof source.compactionId === "string" ? source.compactionId : `compaction-${event.seq}`,
@@ -169,17 +174,20 @@ export const makeProjector = (options: ProjectionOptions): Projector => {
       case MODE_EVENT:
         return options.live && typeof data.modeId === "string"
           ? [{ sessionUpdate: "current_mode_update", currentModeId: data.modeId }]
-          : []
+          : none
       default:
         // an attempt is the run of chunks between other events; mode switches do not split it
         if (event.ignorable !== true) attemptStart = undefined
-        return []
+        return none
     }
   }
   return { project }
 }
 
-/** The whole transcript of a log as replay updates (ACP.md §2.5): no cap. */
+/**
+ * The whole transcript of a log as replay updates (ACP.md §2.5): no cap, coalesced (`coalesce`), so
+ * a tool call is one `tool_call` in its settled state.
+ */
 export const projectTranscript = (
   events: ReadonlyArray<Event>,
   options: Omit<ProjectionOptions, "live">
@@ -187,13 +195,41 @@ export const projectTranscript = (
   const projector = makeProjector({ ...options, live: false })
   const out: Array<acp.SessionUpdate> = []
   for (const e of events) for (const u of projector.project(e)) out.push(u)
-  return out
+  return coalesce(out)
 }
 
-/** Live updates coalesced: adjacent text chunks of one kind and `messageId` become one chunk. */
+type ToolCallUpdate = Extract<acp.SessionUpdate, { sessionUpdate: "tool_call_update" }>
+type ToolCallShown = Extract<acp.SessionUpdate, { sessionUpdate: "tool_call" | "tool_call_update" }>
+
+/** A later update of a tool call applied to an earlier one (ACP: updates patch; `content` replaces). */
+const patchToolCall = (shown: ToolCallShown, later: ToolCallUpdate): ToolCallShown => {
+  const out: Record<string, unknown> = { ...shown }
+  for (const [key, value] of Object.entries(later)) {
+    // the projection never sends a null patch (only omitted fields)
+    if (key !== "sessionUpdate" && value !== undefined && value !== null) out[key] = value
+  }
+  return out as ToolCallShown
+}
+
+/**
+ * Live updates coalesced, as `session/load` replays them: adjacent text chunks of one kind and
+ * `messageId` become one chunk, and every later `tool_call_update` of a tool call is folded into the
+ * update that announced it (its `tool_call`), at that position.
+ */
 export const coalesce = (updates: ReadonlyArray<acp.SessionUpdate>): ReadonlyArray<acp.SessionUpdate> => {
   const out: Array<acp.SessionUpdate> = []
+  /** Where each tool call is shown in `out`. */
+  const shownAt = new Map<string, number>()
   for (const u of updates) {
+    if (u.sessionUpdate === "tool_call_update") {
+      const at = shownAt.get(u.toolCallId)
+      const shown = at === undefined ? undefined : out[at]
+      if (at !== undefined && shown !== undefined && (shown.sessionUpdate === "tool_call" || shown.sessionUpdate === "tool_call_update")) {
+        out[at] = patchToolCall(shown, u)
+        continue
+      }
+    }
+    if (u.sessionUpdate === "tool_call" || u.sessionUpdate === "tool_call_update") shownAt.set(u.toolCallId, out.length)
     const last = out[out.length - 1]
     if (
       last !== undefined && (u.sessionUpdate === "agent_message_chunk" || u.sessionUpdate === "agent_thought_chunk") &&
