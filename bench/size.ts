@@ -52,8 +52,12 @@ const LAYOUTS: ReadonlyArray<Layout> = [
     layer: (dir) => layerJsonlStore({ root: dir, packChunks: false }).pipe(Layer.provide(NodeContext.layer))
   },
   {
-    name: "JSONL packed chunks",
-    layer: (dir) => layerJsonlStore({ root: dir, packChunks: true }).pipe(Layer.provide(NodeContext.layer))
+    name: "JSONL packed chunks (default)",
+    layer: (dir) => layerJsonlStore({ root: dir }).pipe(Layer.provide(NodeContext.layer))
+  },
+  {
+    name: "JSONL compressed",
+    layer: (dir) => layerJsonlStore({ root: dir, compress: true }).pipe(Layer.provide(NodeContext.layer))
   },
   {
     name: "SQLite",

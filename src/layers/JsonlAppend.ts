@@ -1,9 +1,10 @@
 /**
  * The JSONL store's append (SPEC §7.4.3): a registered session materialised by its first batch
- * (temporary file, no-overwrite link), then batches onto the file — in the common case one
- * synchronous step (lock, check the cached state, write, fsync, release), else under the locks
- * with the stored next seq from the cache, the read's hint (one line checked) or a rescan; S7/S8
- * on a failed write.
+ * (temporary file, no-overwrite link under the root's lock), then batches onto the file — for a
+ * plain file in the common case one synchronous step (lock, check the cached state, write, fsync,
+ * release), else under the locks with the stored next seq from the cache, the read's hint (one
+ * line or frame checked) or a rescan; a compressed file's batch is encoded under the locks into
+ * frames continuing its segment. S7/S8 on a failed write.
  */
 
 import * as Effect from "effect/Effect"
@@ -12,9 +13,11 @@ import type { Event } from "../schema/Events.js"
 import { type SessionHeader } from "../schema/SessionHeader.js"
 import { type StoreAppendError } from "../services/SessionStore.js"
 import { STREAMED_WRITE_BYTES, type WriteFailure, writeBatch, writeBatchStreamed } from "./JsonlAppender.js"
+import type { CodecFailure } from "./JsonlCompression.js"
 import { type Batch, batchOf, headerLine, storageLines } from "./JsonlFormat.js"
-import { type HeldLock, releaseLock, tryLockFile } from "./JsonlLock.js"
-import { lastRecordEnd } from "./JsonlReader.js"
+import { encodeFrames, type FrameText, frameTexts, MAGIC, type OpenSegment } from "./JsonlFrames.js"
+import { type HeldLock, releaseLock, tryLockFile, withDirectoryLock } from "./JsonlLock.js"
+import { lastFrameEnd, lastRecordEnd } from "./JsonlReader.js"
 import * as JsonlSessions from "./JsonlSessions.js"
 import { mapFs, notFound, type Pieces, rescan, underLock } from "./JsonlPieces.js"
 
@@ -38,7 +41,7 @@ export const append = (
   }
   const lines = storageLines(checked.events, checked.lines, p.pack)
   const count = checked.events.length
-  if (p.sessions.registered(id) === undefined) return appendExisting(p, id, expectedSeq, count, batchOf(lines))
+  if (p.sessions.registered(id) === undefined) return appendExisting(p, id, expectedSeq, count, lines)
   const materialiseOnce = Effect.suspend((): Effect.Effect<boolean, StoreAppendError> => {
     const header = p.sessions.registered(id)
     // materialised by a concurrent fiber meanwhile: an ordinary append below
@@ -48,23 +51,54 @@ export const append = (
   })
   return Effect.flatMap(
     p.sessions.serialised(id, materialiseOnce),
-    (materialised) => materialised ? Effect.void : appendExisting(p, id, expectedSeq, count, batchOf(lines))
+    (materialised) => materialised ? Effect.void : appendExisting(p, id, expectedSeq, count, lines)
   )
 }
 
-/** Materialisation: header and batch to a temporary file, published by a no-overwrite link (J14). */
+/** A codec failure of an append: nothing was written. */
+const codecFailed = (cause: CodecFailure) => new StoreFailure({ method: "append", cause, detail: "compression failed" })
+
+/**
+ * Materialisation: header and batch to a temporary file, published by a no-overwrite link (J14)
+ * under the root's lock, refused too when the session's name in the other layout exists. In the
+ * compressed layout the header line is the first frame alone, starting the first segment.
+ */
 const materialise = (p: Pieces, id: string, header: SessionHeader, count: number, lines: ReadonlyArray<string>) =>
   Effect.gen(function*() {
-    const { file, name } = p.files.pathOf(id)
+    const { file, name, named } = p.files.pathOf(id, p.compress)
+    const rival = named === true ? undefined : p.files.pathOf(id, !p.compress).file
     yield* p.files.ensureRoot.pipe(mapFs("append"))
-    const temp = yield* p.files.writeTemp(name, [headerLine(header), batchOf(lines).text]).pipe(mapFs("append"))
-    const published = yield* p.files.publish(temp.path, file).pipe(mapFs("append"))
-    if (!published) return yield* new SessionExists({ rule: "J14", sessionId: id })
+    let segment: OpenSegment | undefined
+    let parts: ReadonlyArray<string | Uint8Array>
+    if (p.compress) {
+      const first: FrameText = { text: Buffer.from(headerLine(header), "utf8"), turnEnd: false }
+      const encoded = yield* Effect.mapError(encodeFrames(undefined, [first, ...frameTexts(lines)]), codecFailed)
+      segment = encoded.segment
+      parts = [MAGIC, encoded.bytes]
+    } else {
+      parts = [headerLine(header), batchOf(lines).text]
+    }
+    const published = yield* Effect.gen(function*() {
+      const temp = yield* p.files.writeTemp(name, parts).pipe(mapFs("append"))
+      const linked = yield* withDirectoryLock(
+        p.sync,
+        p.files.root,
+        { method: "append", lockTimeoutMs: p.lockTimeoutMs },
+        p.files.publish(temp.path, file, rival).pipe(mapFs("append"))
+      )
+      return linked ? temp : undefined
+    }).pipe(
+      // the encoder lives on only with the file it wrote
+      Effect.onExit((exit) => exit._tag === "Success" && exit.value !== undefined ? Effect.void : Effect.sync(() => segment?.encoder.close()))
+    )
+    if (published === undefined) return yield* new SessionExists({ rule: "J14", sessionId: id })
     p.sessions.materialised(id)
     yield* p.files.fsyncRoot.pipe(mapFs("append"))
     // what was published, not a later stat (another writer may append once the name exists)
-    p.sessions.remember(id, { file, ino: temp.ino, size: temp.size, nextSeq: count })
-    yield* p.files.removeQuietly(temp.path)
+    const state = { file, ino: published.ino, size: published.size, nextSeq: count }
+    p.sessions.remember(id, p.compress ? { ...state, compressed: true } : state)
+    if (segment !== undefined) p.segments.keep(id, { ...segment, ino: published.ino, size: published.size })
+    yield* p.files.removeQuietly(published.path)
   })
 
 /** The outcome of the synchronous append step. */
@@ -80,17 +114,21 @@ const RETRY: AppendStep = { _tag: "Retry" }
 
 /**
  * Steps 2–7 on an existing file. When no other operation on the id is in flight in this store
- * instance and its state is cached, one synchronous step needs no in-process lock (nothing can
- * interleave with it); what it cannot finish (a cache miss, a held lock) and large batches
- * (streamed) start again under the locks.
+ * instance and the state of its plain file is cached, one synchronous step needs no in-process
+ * lock (nothing can interleave with it); what it cannot finish (a cache miss, a held lock), large
+ * batches (streamed) and compressed files start again under the locks.
  */
-const appendExisting = (p: Pieces, id: string, expectedSeq: number, count: number, batch: Batch) => {
-  const underLocks = () => underLock(p, id, "append", (lock) => appendLocked(p, id, expectedSeq, count, batch, lock))
+const appendExisting = (p: Pieces, id: string, expectedSeq: number, count: number, lines: ReadonlyArray<string>) => {
+  if (p.sessions.cached(id)?.compressed === true) {
+    return underLock(p, id, "append", (lock, file) => appendLocked(p, id, expectedSeq, count, lines, undefined, lock, file))
+  }
+  const batch = batchOf(lines)
+  const underLocks = () => underLock(p, id, "append", (lock, file) => appendLocked(p, id, expectedSeq, count, lines, batch, lock, file))
   if (batch.bytes >= STREAMED_WRITE_BYTES) return underLocks()
   return Effect.flatMap(p.sessions.busy(id), (busy) => {
     const cached = p.sessions.cached(id)
     // nothing cached (the first append of this instance), or a read's hint: checked under the lock
-    if (busy || cached === undefined || cached.lastRecord !== undefined) return underLocks()
+    if (busy || cached === undefined || cached.lastRecord !== undefined || cached.compressed === true) return underLocks()
     const step = appendStep(p, id, cached, expectedSeq, count, batch)
     return step._tag === "Done" ? Effect.void : step._tag === "Retry" ? underLocks() : Effect.fail(step)
   })
@@ -124,14 +162,36 @@ const appendStep = (
   }
 }
 
-/** Steps 3–7 holding the locks: rescan on a cache miss; large batches are streamed. */
-const appendLocked = (p: Pieces, id: string, expectedSeq: number, count: number, batch: Batch, lock: HeldLock) =>
+/**
+ * Steps 3–7 holding the locks: rescan on a cache miss; a compressed batch is encoded here (its
+ * segment continues only when this instance's encoder wrote the file as it is), a plain one is
+ * `plain` (made from `lines` when not given); large batches are streamed.
+ */
+const appendLocked = (
+  p: Pieces,
+  id: string,
+  expectedSeq: number,
+  count: number,
+  lines: ReadonlyArray<string>,
+  plain: Batch | undefined,
+  lock: HeldLock,
+  file: string
+) =>
   Effect.gen(function*() {
-    const { file } = p.files.pathOf(id)
-    const storedSeq = yield* storedNextSeq(p, id, expectedSeq, lock)
-    const conflict = seqConflict(id, expectedSeq, storedSeq)
+    const stored = yield* storedNextSeq(p, id, expectedSeq, lock, file)
+    const conflict = seqConflict(id, expectedSeq, stored.nextSeq)
     if (conflict !== undefined) return yield* conflict
-    const after = { file, ino: lock.ino, size: lock.size + batch.bytes, nextSeq: expectedSeq + count }
+    let batch: Batch
+    let segment: OpenSegment | undefined
+    if (stored.compressed) {
+      const encoded = yield* Effect.mapError(encodeFrames(p.segments.take(id, lock.ino, lock.size), frameTexts(lines)), codecFailed)
+      batch = { data: encoded.bytes, bytes: encoded.bytes.length }
+      segment = encoded.segment
+    } else {
+      batch = plain ?? batchOf(lines)
+    }
+    const state = { file, ino: lock.ino, size: lock.size + batch.bytes, nextSeq: expectedSeq + count }
+    const after = stored.compressed ? { ...state, compressed: true as const } : state
     // the write and its settlement (cache, S7/S8, suspect) in one uninterruptible region: an
     // interruption must not leave a rolled-back or suspect write looking durable
     const failed = batch.bytes >= STREAMED_WRITE_BYTES
@@ -139,24 +199,38 @@ const appendLocked = (p: Pieces, id: string, expectedSeq: number, count: number,
         Effect.map(writeBatchStreamed(p.fs, file, batch, lock.size), (failure) => settle(p, id, failure, after))
       )
       : settle(p, id, writeBatch(p.sync, lock.fd, file, batch, lock.size), after)
+    if (segment !== undefined) {
+      if (failed === undefined) p.segments.keep(id, { ...segment, ino: lock.ino, size: after.size })
+      else segment.encoder.close()
+    }
     if (failed !== undefined) return yield* failed
-  })
+  }).pipe(Effect.onInterrupt(() => Effect.sync(() => p.segments.drop(id))))
 
-/** Step 3: the cached next seq when the locked file is the cached one, else a rescan's (L1 on a torn tail). */
-const storedNextSeq = (p: Pieces, id: string, expectedSeq: number, lock: HeldLock) =>
+/**
+ * Step 3: the cached next seq when the locked file is the cached one (a read's hint: when its
+ * last record or frame is still the one read), else a rescan's (L1 on a torn tail); and the
+ * file's layout.
+ */
+const storedNextSeq = (p: Pieces, id: string, expectedSeq: number, lock: HeldLock, file: string) =>
   Effect.gen(function*() {
     const cached = p.sessions.cached(id)
-    const { file } = p.files.pathOf(id)
-    if (cached !== undefined && cached.ino === lock.ino && cached.size === lock.size) {
-      if (cached.lastRecord === undefined) return cached.nextSeq
-      // a read's hint: the file is the one read; its last record must still end at nextSeq
-      if ((yield* lastRecordEnd(p.fs, file, cached.lastRecord, lock.size, p.maxLineBytes)) === cached.nextSeq) {
-        p.sessions.remember(id, { file, ino: lock.ino, size: lock.size, nextSeq: cached.nextSeq })
-        return cached.nextSeq
+    if (cached !== undefined && cached.file === file && cached.ino === lock.ino && cached.size === lock.size) {
+      const compressed = cached.compressed === true
+      const trusted = cached.lastRecord !== undefined
+        ? (yield* lastRecordEnd(p.fs, file, cached.lastRecord, lock.size, p.maxLineBytes)) === cached.nextSeq
+        : cached.lastFrame !== undefined
+        ? yield* lastFrameEnd(p.fs, file, cached.lastFrame, lock.size)
+        : true
+      if (trusted) {
+        const state = { file, ino: lock.ino, size: lock.size, nextSeq: cached.nextSeq }
+        if (cached.lastRecord !== undefined || cached.lastFrame !== undefined) {
+          p.sessions.remember(id, compressed ? { ...state, compressed } : state)
+        }
+        return { nextSeq: cached.nextSeq, compressed }
       }
     }
-    const scanned = yield* rescan(p, id, "append")
-    const { nextSeq, tornTail } = scanned.result
+    const scanned = yield* rescan(p, id, file, "append")
+    const { compressed, nextSeq, tornTail } = scanned.result
     if (tornTail !== undefined) {
       // L1: never append onto a torn tail
       return yield* new AppendConflict({
@@ -172,8 +246,9 @@ const storedNextSeq = (p: Pieces, id: string, expectedSeq: number, lock: HeldLoc
       p.sessions.forget(id)
       return yield* new StoreFailure({ method: "append", cause: "the file changed under the lock", detail: file })
     }
-    p.sessions.remember(id, { file, ino: lock.ino, size: lock.size, nextSeq })
-    return nextSeq
+    const state = { file, ino: lock.ino, size: lock.size, nextSeq }
+    p.sessions.remember(id, compressed === true ? { ...state, compressed } : state)
+    return { nextSeq, compressed: compressed === true }
   })
 
 /** Step 4 (C5 / C7). */

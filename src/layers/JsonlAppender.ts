@@ -26,6 +26,8 @@ export interface SyncFileSystem {
    * `"create"`: a new file (`wx`: EEXIST when it exists) with `mode`.
    */
   readonly open: (path: string, flags: "append" | "create", mode?: number) => number
+  /** Open a directory for reading (its descriptor can be locked, `tryLock`). */
+  readonly openDirectory: (path: string) => number
   /** Write `length` bytes of `buffer` from `offset`; returns how many were written. */
   readonly write: (fd: number, buffer: Uint8Array, offset: number, length: number) => number
   /** Write the UTF-8 bytes of `text`; returns how many were written (fewer on a partial write). */
@@ -57,6 +59,7 @@ const APPEND = NodeFs.constants.O_WRONLY | NodeFs.constants.O_APPEND
 /** The node:fs implementation of `SyncFileSystem`. */
 export const nodeSyncFileSystem: SyncFileSystem = {
   open: (path, flags, mode) => NodeFs.openSync(path, flags === "append" ? APPEND : "wx", mode),
+  openDirectory: (path) => NodeFs.openSync(path, NodeFs.constants.O_RDONLY | NodeFs.constants.O_DIRECTORY),
   write: (fd, buffer, offset, length) => NodeFs.writeSync(fd, buffer, offset, length),
   writeString: (fd, text) => NodeFs.writeSync(fd, text, null, "utf8"),
   fsync: (fd) => NodeFs.fsyncSync(fd),
@@ -165,10 +168,10 @@ export const writeBatch = (
 ): WriteFailure | undefined => {
   let method = "write"
   try {
-    let at = files.writeString(fd, batch.text)
+    let at = "text" in batch ? files.writeString(fd, batch.text) : 0
     if (at < batch.bytes) {
-      // a partial write: the rest from the bytes
-      const bytes = utf8(batch.text)
+      // a partial write (or bytes to write): the rest from the bytes
+      const bytes = "text" in batch ? utf8(batch.text) : batch.data
       while (at < bytes.length) {
         const n = files.write(fd, bytes, at, bytes.length - at)
         if (n <= 0) throw new Error(`write returned ${n}`)
@@ -202,7 +205,8 @@ export const writeBatchStreamed = (
 ): Effect.Effect<WriteFailure | undefined> =>
   Effect.uninterruptible(Effect.scoped(Effect.gen(function*() {
     const handle = yield* fs.open(file, { flag: "a" })
-    const outcome = yield* Effect.either(Effect.zipRight(handle.writeAll(utf8(batch.text)), handle.sync))
+    const bytes = "text" in batch ? utf8(batch.text) : batch.data
+    const outcome = yield* Effect.either(Effect.zipRight(handle.writeAll(bytes), handle.sync))
     if (outcome._tag === "Right") return undefined
     // S7: roll back to the previous size so a retry cannot duplicate seqs
     const rollback = yield* Effect.either(Effect.zipRight(handle.truncate(size), handle.sync))

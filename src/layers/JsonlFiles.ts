@@ -1,8 +1,9 @@
 /**
  * The JSONL file layout and its steps over `@effect/platform` FileSystem (SPEC §7.4.1, §7.4.3):
- * session paths and the names `list` considers, the root made on first use (0700, parents
- * fsynced), temporary files (`wx`, 0600, fsynced), the no-overwrite publish by hard link, the
- * backup-then-rename replacement, truncation and directory fsync. Failures stay PlatformErrors.
+ * session paths (`.jsonl`, or `.jsonlz` for the compressed layout) and the names `list`
+ * considers, the root made on first use (0700, parents fsynced), temporary files (`wx`, 0600,
+ * fsynced), the no-overwrite publish by hard link, the backup-then-rename replacement, truncation
+ * and directory fsync. Failures stay PlatformErrors.
  */
 import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
@@ -11,15 +12,19 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Random from "effect/Random"
 import { encodeSessionId } from "../schema/SessionIdEncoding.js"
+import { COMPRESSED_SUFFIX } from "./JsonlFrames.js"
 
 /** Where a session's file lives. */
 export interface SessionPath {
-  /** `encode(id)` (SPEC §7.4.1); the file name without `.jsonl` for the store's named file. */
+  /** `encode(id)` (SPEC §7.4.1); the file name without `.jsonl`/`.jsonlz` for the store's named file. */
   readonly name: string
   readonly file: string
   /** The store's named file (`JsonlStoreOptions.file`): its name is not checked against the id. */
   readonly named?: true
 }
+
+/** Where `locate` finds a session: one file, none, or (a damaged store) both names. */
+export type Located = SessionPath | undefined | { readonly _tag: "BothNames"; readonly files: ReadonlyArray<string> }
 
 /** One session of the store kept in a file of any name (SPEC §12: a `.jsonl` path given to the CLI). */
 export interface NamedFile {
@@ -37,10 +42,15 @@ export interface TempFile {
 
 /** The file steps of one store's root. */
 export interface JsonlFiles {
-  readonly pathOf: (id: string) => SessionPath
+  /** The session's path in a layout (`<encode(id)>.jsonl`, or `.jsonlz` when `compressed`); the named file for its id. */
+  readonly pathOf: (id: string, compressed?: boolean) => SessionPath
+  /** The paths a session may have: both layouts' names, or the named file alone. */
+  readonly candidates: (id: string) => ReadonlyArray<SessionPath>
+  /** The one of `candidates` that exists. */
+  readonly locate: (id: string) => Effect.Effect<Located, PlatformError>
   /**
-   * The session files in the root (`.jsonl`, not hidden); none when the root does not exist. With
-   * a named file: that file, and not `<encode(its id)>.jsonl`, which it stands in for.
+   * The session files in the root (`.jsonl` and `.jsonlz`, not hidden); none when the root does
+   * not exist. With a named file: that file, and not `<encode(its id)>.jsonl(z)`, which it stands in for.
    */
   readonly sessionFiles: Effect.Effect<ReadonlyArray<SessionPath>, PlatformError>
   /** A stat, none when the path does not exist. */
@@ -48,12 +58,12 @@ export interface JsonlFiles {
   /** Create the root and its missing parents (0700), fsyncing each new directory's parent. */
   readonly ensureRoot: Effect.Effect<void, PlatformError>
   /** Write `parts` to a fresh temporary file next to the session file `name`, and fsync it. */
-  readonly writeTemp: (name: string, parts: ReadonlyArray<string>) => Effect.Effect<TempFile, PlatformError>
+  readonly writeTemp: (name: string, parts: ReadonlyArray<string | Uint8Array>) => Effect.Effect<TempFile, PlatformError>
   /**
    * Publish a temporary file at `file` by a no-overwrite hard link: false (and the temp removed)
-   * when `file` exists.
+   * when `file` exists, or its `rival` (the session's name in the other layout) does.
    */
-  readonly publish: (temp: string, file: string) => Effect.Effect<boolean, PlatformError>
+  readonly publish: (temp: string, file: string, rival?: string) => Effect.Effect<boolean, PlatformError>
   /**
    * Keep `file` as `<file>.v<version>.bak` (then `.v<version>.1.bak`, ...), rename `temp` over it
    * and fsync the root; the temp is removed on failure. `file` is never absent.
@@ -62,6 +72,8 @@ export interface JsonlFiles {
   /** Truncate `file` to `size` bytes and fsync it. */
   readonly truncate: (file: string, size: number) => Effect.Effect<void, PlatformError>
   readonly fsyncRoot: Effect.Effect<void, PlatformError>
+  /** The root directory (resolved). */
+  readonly root: string
   /** Remove a path, best effort (leftover temporary names are ignored by readers). */
   readonly removeQuietly: (path: string) => Effect.Effect<void>
 }
@@ -105,11 +117,17 @@ export const fsyncDirectory = (fs: FileSystem.FileSystem, dir: string): Effect.E
 const encoder = new TextEncoder()
 const WRITE_CHUNK = 1 << 20
 
-/** Write text parts in bounded chunks (a replaced log is never one giant string). */
-const writeParts = (handle: FileSystem.File, parts: ReadonlyArray<string>) =>
+/** Write text (or byte) parts in bounded chunks (a replaced log is never one giant string). */
+const writeParts = (handle: FileSystem.File, parts: ReadonlyArray<string | Uint8Array>) =>
   Effect.gen(function*() {
     let pending = ""
     for (const part of parts) {
+      if (typeof part !== "string") {
+        if (pending.length > 0) yield* handle.writeAll(encoder.encode(pending))
+        pending = ""
+        yield* handle.writeAll(part)
+        continue
+      }
       pending += part
       if (pending.length >= WRITE_CHUNK) {
         yield* handle.writeAll(encoder.encode(pending))
@@ -135,7 +153,7 @@ export const make = (root: string, named?: NamedFile): Effect.Effect<JsonlFiles,
     const path = yield* Path.Path
     const dir = path.resolve(root)
     const namedPath: SessionPath | undefined = named === undefined ? undefined : {
-      name: path.basename(named.path).replace(/\.jsonl$/, ""),
+      name: path.basename(named.path).replace(/\.jsonlz?$/, ""),
       file: path.resolve(named.path),
       named: true
     }
@@ -168,7 +186,7 @@ export const make = (root: string, named?: NamedFile): Effect.Effect<JsonlFiles,
       rootReady = true
     })
 
-    const writeTemp = (name: string, parts: ReadonlyArray<string>) =>
+    const writeTemp = (name: string, parts: ReadonlyArray<string | Uint8Array>) =>
       Effect.gen(function*() {
         for (let attempt = 0;; attempt++) {
           const temp = path.join(dir, `.${name}.${yield* randomHex}.tmp`)
@@ -186,12 +204,17 @@ export const make = (root: string, named?: NamedFile): Effect.Effect<JsonlFiles,
         }
       })
 
-    const publish = (temp: string, file: string) =>
-      fs.link(temp, file).pipe(
-        Effect.as(true),
-        Effect.catchIf(isAlreadyExists, () => Effect.as(removeQuietly(temp), false)),
-        Effect.tapError(() => removeQuietly(temp))
-      )
+    const publish = (temp: string, file: string, rival?: string) =>
+      Effect.gen(function*() {
+        if (rival !== undefined && Option.isSome(yield* stat(rival))) {
+          yield* removeQuietly(temp)
+          return false
+        }
+        return yield* fs.link(temp, file).pipe(
+          Effect.as(true),
+          Effect.catchIf(isAlreadyExists, () => Effect.as(removeQuietly(temp), false))
+        )
+      }).pipe(Effect.tapError(() => removeQuietly(temp)))
 
     const replace = (temp: string, file: string, version: number) =>
       Effect.gen(function*() {
@@ -222,19 +245,35 @@ export const make = (root: string, named?: NamedFile): Effect.Effect<JsonlFiles,
         names.flatMap((entry): Array<SessionPath> => {
           const file = path.join(dir, entry)
           if (file === namedPath?.file) return [namedPath]
-          if (!entry.endsWith(".jsonl") || entry.startsWith(".")) return []
-          const name = entry.slice(0, -".jsonl".length)
+          const suffix = entry.endsWith(".jsonl") ? ".jsonl" : entry.endsWith(COMPRESSED_SUFFIX) ? COMPRESSED_SUFFIX : undefined
+          if (suffix === undefined || entry.startsWith(".")) return []
+          const name = entry.slice(0, -suffix.length)
           return name === shadowed ? [] : [{ name, file }]
         })
       )
     )
 
+    const pathOf = (id: string, compressed?: boolean): SessionPath => {
+      if (namedPath !== undefined && id === named?.sessionId) return namedPath
+      const name = encodeSessionId(id)
+      return { name, file: path.join(dir, name + (compressed === true ? COMPRESSED_SUFFIX : ".jsonl")) }
+    }
+    const candidates = (id: string): ReadonlyArray<SessionPath> => {
+      const plain = pathOf(id)
+      return plain.named === true ? [plain] : [plain, pathOf(id, true)]
+    }
+    const locate = (id: string) =>
+      Effect.gen(function*() {
+        const found: Array<SessionPath> = []
+        for (const candidate of candidates(id)) if (Option.isSome(yield* stat(candidate.file))) found.push(candidate)
+        if (found.length > 1) return { _tag: "BothNames" as const, files: found.map((f) => f.file) }
+        return found[0]
+      })
+
     const files: JsonlFiles = {
-      pathOf: (id) => {
-        if (namedPath !== undefined && id === named?.sessionId) return namedPath
-        const name = encodeSessionId(id)
-        return { name, file: path.join(dir, name + ".jsonl") }
-      },
+      pathOf,
+      candidates,
+      locate,
       sessionFiles,
       stat,
       ensureRoot,
@@ -243,6 +282,7 @@ export const make = (root: string, named?: NamedFile): Effect.Effect<JsonlFiles,
       replace,
       truncate,
       fsyncRoot: fsyncDirectory(fs, dir),
+      root: dir,
       removeQuietly
     }
     return files

@@ -15,9 +15,12 @@ import { headerRecord, type SessionHeader } from "../schema/SessionHeader.js"
 /** How runs of delta chunks are packed (Appendix A); `undefined` writes every event verbatim. */
 export type PackOptions = { readonly maxRowBytes: number } | undefined
 
-/** The packing of a store with `packChunks` set: a packed row must also fit the reader's line cap. */
+/**
+ * The packing of a store: on unless `packChunks` is `false`; a packed row must also fit the
+ * reader's line cap.
+ */
 export const packOptions = (packChunks: boolean | undefined, maxLineBytes: number): PackOptions =>
-  packChunks === true ? { maxRowBytes: Math.min(DEFAULT_MAX_ROW_BYTES, maxLineBytes) } : undefined
+  packChunks === false ? undefined : { maxRowBytes: Math.min(DEFAULT_MAX_ROW_BYTES, maxLineBytes) }
 
 /** The JSONL header record line (line 1), newline included. */
 export const headerLine = (header: SessionHeader): string => encodeJson(headerRecord(header) as Json) + "\n"
@@ -45,12 +48,14 @@ export const storageLines = (
   return out
 }
 
+/** The stored lines (without newlines) of a whole log's events. */
+export const logLines = (events: ReadonlyArray<Event>, pack: PackOptions): ReadonlyArray<string> =>
+  storageLines(events, events.map(encodeEvent), pack)
+
 /** A whole log as text parts (header line, then one part per stored line), for a replaced file. */
 export const logParts = (header: SessionHeader, events: ReadonlyArray<Event>, pack: PackOptions): Array<string> => [
   headerLine(header),
-  ...(pack === undefined
-    ? events.map((e) => encodeEvent(e) + "\n")
-    : storageLines(events, events.map(encodeEvent), pack).map((l) => l + "\n"))
+  ...logLines(events, pack).map((l) => l + "\n")
 ]
 
 /** Serialise header + events as JSONL text (export); unpacked unless `packChunks` is set. */
@@ -69,14 +74,16 @@ export const toJsonlText = (
   return out
 }
 
-/** A batch of stored lines as one text, and its size in UTF-8 bytes. */
-export interface Batch {
-  readonly text: string
-  readonly bytes: number
-}
+/**
+ * What one append writes, and its size in bytes: a plain file's lines as one text, or a
+ * compressed file's frames.
+ */
+export type Batch =
+  | { readonly text: string; readonly bytes: number }
+  | { readonly data: Uint8Array; readonly bytes: number }
 
 /** The batch writing `lines`, a newline after each. */
-export const batchOf = (lines: ReadonlyArray<string>): Batch => {
+export const batchOf = (lines: ReadonlyArray<string>): { readonly text: string; readonly bytes: number } => {
   const text = lines.join("\n") + "\n"
   return { text, bytes: Buffer.byteLength(text, "utf8") }
 }

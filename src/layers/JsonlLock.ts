@@ -3,7 +3,8 @@
  * session file itself, taken without blocking and retried on a `Schedule` until `lockTimeoutMs`.
  * The kernel releases it when its holder closes the descriptor or dies, so a lock is never broken
  * on a guess: a dead holder frees it at once, a paused one makes the others wait. No lock file
- * exists, so nothing is left in the user's directory.
+ * exists, so nothing is left in the user's directory. Publishing a new session file takes the
+ * same kind of lock on the root directory (its two possible names are checked together).
  */
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
@@ -126,3 +127,51 @@ export const acquireLock = (
       }
     })
   ).pipe(Effect.withClock(wallClock))
+
+/** Where a directory cannot be locked (`flock` on a directory of some network filesystems). */
+const UNLOCKABLE: ReadonlySet<string> = new Set(["EBADF", "EINVAL", "ENOTSUP", "EOPNOTSUPP", "ENOLCK", "EISDIR", "EPERM", "EACCES"])
+
+/**
+ * Run `body` holding the root directory's lock (waiting as `acquireLock` does, S6): a session
+ * file is published under it, so that its name in one layout is never created while the other
+ * layout's name exists. Where the directory cannot be opened or locked, `body` runs unlocked
+ * (the check and the link then race, as they did before the compressed layout).
+ */
+export const withDirectoryLock = <A, E>(
+  files: SyncFileSystem,
+  dir: string,
+  options: { readonly method: string; readonly lockTimeoutMs: number },
+  body: Effect.Effect<A, E>
+): Effect.Effect<A, E | StoreFailure> =>
+  Effect.acquireUseRelease(
+    Effect.uninterruptible(
+      Effect.gen(function*() {
+        const driver = yield* Schedule.driver(lockWait(options.lockTimeoutMs))
+        for (;;) {
+          let fd: number
+          try {
+            fd = files.openDirectory(dir)
+          } catch {
+            return undefined
+          }
+          let taken: boolean
+          try {
+            taken = files.tryLock(fd)
+          } catch (e) {
+            closeQuietly(files, fd)
+            const code = thrownCode(e)
+            if (code !== undefined && UNLOCKABLE.has(code)) return undefined
+            return yield* new StoreFailure({ method: options.method, cause: toSystemError("flock", dir, e) })
+          }
+          if (taken) return fd
+          closeQuietly(files, fd)
+          const waited = yield* Effect.interruptible(Effect.option(driver.next(undefined)))
+          if (Option.isNone(waited)) {
+            return yield* new StoreFailure({ rule: "S6", method: options.method, cause: "lock timeout", detail: dir })
+          }
+        }
+      })
+    ).pipe(Effect.withClock(wallClock)),
+    () => body,
+    (fd) => Effect.sync(() => fd === undefined ? undefined : closeQuietly(files, fd))
+  )

@@ -1,8 +1,8 @@
 /**
  * Streamed reads of JSONL session files (SPEC §7.4.4 steps 1 and 6): the bytes `[0, S0)` are fed
- * in chunks through the format's `Scanner`, never held as one string, and the read is retried when
- * the file was replaced or shrank meanwhile. Reads take no lock and create nothing. Also the
- * direct file reader of the CLI.
+ * in chunks through the scanner of the file's layout (`openScan`: lines, or compressed frames),
+ * never held as one string, and the read is retried when the file was replaced or shrank
+ * meanwhile. Reads take no lock and create nothing. Also the direct file reader of the CLI.
  */
 import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
@@ -12,7 +12,9 @@ import { StoreFailure } from "../schema/Errors.js"
 import { DEFAULT_MAX_LINE_BYTES } from "../schema/Format.js"
 import type { EventSink, LoadError, LoadResult, LoadSummary } from "../services/SessionStore.js"
 import { inoOf, isNotFound } from "./JsonlFiles.js"
-import { type Scanned, Scanner, type ScanOptions, seqAfterLine } from "./JsonlScanner.js"
+import { openScan } from "./JsonlFrameScanner.js"
+import { FRAME_HEADER_BYTES, frameCrc, parseFrameHeader } from "./JsonlFrames.js"
+import { type Scanned, type ScanOptions, seqAfterLine } from "./JsonlScanner.js"
 
 const READ_CHUNK = 65_536
 const READ_ATTEMPTS = 3
@@ -38,7 +40,7 @@ const readOnce = (fs: FileSystem.FileSystem, path: string, opts: ScanOptions) =>
     const file = yield* fs.open(path, { flag: "r" })
     const info = yield* file.stat
     const size0 = Number(info.size)
-    const scanner = new Scanner(opts)
+    const scanner = openScan(opts)
     const buffer = new Uint8Array(Math.min(READ_CHUNK, Math.max(size0, 1)))
     let offset = 0
     while (offset < size0 && !scanner.done) {
@@ -120,7 +122,7 @@ export const scanFileEach = <E, R>(
     const file = opened.value
     const info = yield* io(file.stat)
     const size0 = Number(info.size)
-    const scanner = new Scanner({ ...opts, keepEvents: true })
+    const scanner = openScan({ ...opts, keepEvents: true })
     const buffer = new Uint8Array(Math.min(READ_CHUNK, Math.max(size0, 1)))
     let offset = 0
     let headerSeen = false
@@ -218,3 +220,30 @@ export const lastRecordEnd = (
     }
     return seqAfterLine(bytes, lastRecord.seq)
   })).pipe(Effect.orElseSucceed(() => undefined))
+
+/**
+ * True when the file at `file` (`size` bytes) still ends with the frame read at `lastFrame.start`:
+ * the same header (mark, flags, lengths and CRC) and a payload that still matches its CRC,
+ * ending at `size`. Reads only that frame.
+ */
+export const lastFrameEnd = (
+  fs: FileSystem.FileSystem,
+  file: string,
+  lastFrame: { readonly start: number; readonly header: Uint8Array },
+  size: number
+): Effect.Effect<boolean> =>
+  Effect.scoped(Effect.gen(function*() {
+    const header = parseFrameHeader(lastFrame.header)
+    if (header === undefined || lastFrame.start + FRAME_HEADER_BYTES + header.payloadBytes !== size) return false
+    const handle = yield* fs.open(file, { flag: "r" })
+    yield* handle.seek(lastFrame.start, "start")
+    const bytes = new Uint8Array(FRAME_HEADER_BYTES + header.payloadBytes)
+    let read = 0
+    while (read < bytes.length) {
+      const n = Number(yield* handle.read(bytes.subarray(read)))
+      if (n === 0) return false
+      read += n
+    }
+    const head = bytes.subarray(0, FRAME_HEADER_BYTES)
+    return head.every((b, i) => b === lastFrame.header[i]) && frameCrc(head, bytes.subarray(FRAME_HEADER_BYTES)) === header.crc
+  })).pipe(Effect.orElseSucceed(() => false))

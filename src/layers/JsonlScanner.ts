@@ -133,19 +133,36 @@ export interface Scanned {
   readonly nextSeq: number
   readonly tornTail: TornTail | undefined
   readonly tornTailExtent?: TornTailExtent
-  /** How many packed chunk rows (Appendix A) the committed prefix holds: the file's layout. */
-  readonly packedRows: number
   /**
    * The last committed record: its byte offset and the seq of its first event (a writer checks
-   * this one line under the lock instead of rescanning the file, `JsonlStore`). Absent without events.
+   * this one line under the lock instead of rescanning the file, `JsonlStore`). Absent without
+   * events, and in a compressed file.
    */
   readonly lastRecord?: { readonly start: number; readonly seq: number }
+  /** The file is in the compressed layout (`JsonlFrameScanner`). */
+  readonly compressed?: true
+  /** Compressed: the last sound frame, its offset and header (the read's hint, as `lastRecord`). */
+  readonly lastFrame?: { readonly start: number; readonly header: Uint8Array }
+}
+
+/** What the readers feed a file's bytes through: the line `Scanner` or the `FrameScanner`. */
+export interface FileScan {
+  /** Feed the bytes at absolute file offset `offset`. */
+  push(chunk: Uint8Array, offset: number): void
+  /** End of the bytes to read: the outcome. */
+  finish(): Scanned | LoadError
+  /** The events kept since the last call (a streamed read). */
+  drain(): Array<unknown>
+  /** Nothing more to learn: stop feeding. */
+  readonly done: boolean
+  /** The header, once read. */
+  readonly sessionHeader: { readonly header: SessionHeader; readonly storedVersion: number } | undefined
 }
 
 const OVERLONG: unique symbol = Symbol("OVERLONG")
 
 /** Line splitting and classification of one JSONL session file; fed chunk by chunk. */
-export class Scanner {
+export class Scanner implements FileScan {
   private pieces: Array<Uint8Array> = []
   private pieceBytes = 0
   private overLong = false
@@ -155,7 +172,6 @@ export class Scanner {
   private storedVersion = 0
   private events: Array<unknown> = []
   private nextSeq = 0
-  private packedRows = 0
   private lastRecord: { readonly start: number; readonly seq: number } | undefined
   /** Event lines seen with their newline; at the defect: how many came before it. */
   private terminatedLines = 0
@@ -172,6 +188,8 @@ export class Scanner {
     }
     | undefined
   private laterTurnEnd = false
+  /** Committed `turn/end` records so far (a compressed frame's flag is checked against them). */
+  turnEnds = 0
   error: LoadError | undefined
   /** Nothing more to learn: stop feeding. */
   done = false
@@ -181,6 +199,16 @@ export class Scanner {
   /** The header, once its line was read. */
   get sessionHeader(): { readonly header: SessionHeader; readonly storedVersion: number } | undefined {
     return this.header === undefined ? undefined : { header: this.header, storedVersion: this.storedVersion }
+  }
+
+  /** Lines seen so far, the header's included. */
+  get lineCount(): number {
+    return this.lineNo
+  }
+
+  /** No defect, no error and no unfinished line so far: every line fed was a committed record. */
+  get clean(): boolean {
+    return this.error === undefined && this.defect === undefined && this.pieceBytes === 0 && !this.overLong
   }
 
   /**
@@ -259,7 +287,6 @@ export class Scanner {
       nextSeq: this.nextSeq,
       tornTail,
       ...(tornTailExtent === undefined ? {} : { tornTailExtent }),
-      packedRows: this.packedRows,
       ...(this.lastRecord === undefined ? {} : { lastRecord: this.lastRecord })
     }
   }
@@ -347,7 +374,7 @@ export class Scanner {
       )
     }
     const packed = isPackedRowTag(value.type)
-    if (packed) this.packedRows++
+    if (!packed && value.type === "turn/end") this.turnEnds++
     this.lastRecord = { start, seq: this.nextSeq }
     if (this.opts.keepEvents) {
       if (packed) for (const e of decoded.events) this.events.push(e)

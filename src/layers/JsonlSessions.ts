@@ -15,11 +15,15 @@ export interface CachedState {
   readonly ino: string
   readonly size: number
   readonly nextSeq: number
+  /** The file is in the compressed layout. */
+  readonly compressed?: true
   /**
    * Set when the state comes from a read without the lock (a hint): the last record's offset and
    * first seq, which the first append checks under the lock before trusting `nextSeq`.
    */
   readonly lastRecord?: { readonly start: number; readonly seq: number }
+  /** The hint of a compressed file: the last frame's offset and header, checked the same way. */
+  readonly lastFrame?: { readonly start: number; readonly header: Uint8Array }
 }
 
 /** How many sessions' stored states are cached; the least recently written is dropped first. */

@@ -1,10 +1,11 @@
 /**
  * The JSONL SessionStore (SPEC §7.4), a thin shell over its pieces: `JsonlFormat` (lines as
- * written), `JsonlScanner` (reading them), `JsonlReader` (whole and streamed reads), `JsonlAppend`
- * (the append), `JsonlAppender` (the synchronous write port), `JsonlLock` (the file's kernel lock),
- * `JsonlFiles` (publish, replace, truncate), `JsonlSessions` (per-session state), `JsonlPieces`
- * (the steps they share). `makeJsonlStore` builds them and returns the store; truncation,
- * replacement and `list` follow.
+ * written), `JsonlScanner` (reading them), `JsonlFrames` / `JsonlFrameScanner` /
+ * `JsonlCompression` (the compressed layout), `JsonlReader` (whole and streamed reads),
+ * `JsonlAppend` (the append), `JsonlAppender` (the synchronous write port), `JsonlLock` (the
+ * kernel locks), `JsonlFiles` (names, publish, replace, truncate), `JsonlSessions` (per-session
+ * state), `JsonlPieces` (the steps they share). `makeJsonlStore` builds them and returns the
+ * store; truncation, replacement and `list` follow.
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import type * as Path from "@effect/platform/Path"
@@ -18,12 +19,14 @@ import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES } from "../schema/Forma
 import { type SessionHeader, validateSessionHeader } from "../schema/SessionHeader.js"
 import { appendPrepared, type EventSink, type LoadSummary, readFromLoad, SessionStore, type SessionStoreShape, type TornTail } from "../services/SessionStore.js"
 import { SyncFileSystem } from "./JsonlAppender.js"
+import { makeSegmentEncoders } from "./JsonlCompression.js"
 import * as JsonlFiles from "./JsonlFiles.js"
-import { logParts, packOptions } from "./JsonlFormat.js"
+import { headerLine, logLines, logParts, packOptions } from "./JsonlFormat.js"
+import { encodeFrames, frameTexts, MAGIC } from "./JsonlFrames.js"
 import { scanFile, scanFileEach, toLoadResult } from "./JsonlReader.js"
 import * as JsonlSessions from "./JsonlSessions.js"
 import { append } from "./JsonlAppend.js"
-import { changedSinceRead, hintFromRead, mapFs, notFound, type Pieces, rescan, scanOptions, scanSession, underLock } from "./JsonlPieces.js"
+import { changedSinceRead, hintFromRead, mapFs, notFound, type Pieces, rescan, scanOptions, underLock } from "./JsonlPieces.js"
 
 export { toJsonlText } from "./JsonlFormat.js"
 export { readJsonlFile } from "./JsonlReader.js"
@@ -43,12 +46,17 @@ export interface JsonlStoreOptions {
   readonly lockTimeoutMs?: number
   readonly maxEventBytes?: number
   /**
-   * Runs of streamed delta chunks as packed rows (SPEC Appendix A): `true` packs appends and
-   * rewritten logs, `false` writes every event as its own line. Unset: appends are written
-   * verbatim and a rewritten log (`replaceLog`, the v0 upgrade) keeps the layout of the file it
-   * replaces (packed when that file holds packed rows).
+   * Runs of at least 3 streamed delta chunks within one append batch are written as one packed
+   * row (SPEC Appendix A), in appends and rewritten logs: on unless `false`, which writes every
+   * event as its own line. Files of either layout are read and appended alike.
    */
   readonly packChunks?: boolean
+  /**
+   * New sessions are written in the compressed layout, `<encode(id)>.jsonlz` (README "Compressed
+   * JSONL"): brotli frames of the lines a plain file would hold. Existing sessions keep the
+   * layout of their file; reads and `list` see both. Default `false`.
+   */
+  readonly compress?: boolean
   /**
    * One session kept in a file of any name in `root` (the CLI's `.jsonl` path, SPEC §12): session
    * `sessionId` is the file at `path` instead of `<root>/<encode(id)>.jsonl`, which it shadows.
@@ -79,16 +87,19 @@ export const makeJsonlStore = (
       maxLineBytes,
       lockTimeoutMs: options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS,
       pack: packOptions(options.packChunks, maxLineBytes),
-      keepLayout: options.packChunks === undefined
+      compress: options.compress === true,
+      segments: yield* makeSegmentEncoders
     }
     const store: SessionStoreShape = {
       create: Effect.fn("JsonlStore.create")(function*(input: unknown) {
         const header = validateSessionHeader(input)
         // J13: a rejected create registers nothing
         if (header instanceof SessionHeaderInvalid) return yield* header
-        // J14: registered in this store instance, or stored
-        const taken = p.sessions.registered(header.id) !== undefined ||
-          Option.isSome(yield* p.files.stat(p.files.pathOf(header.id).file).pipe(mapFs("create")))
+        // J14: registered in this store instance, or stored (under either layout's name)
+        let taken = p.sessions.registered(header.id) !== undefined
+        for (const candidate of p.files.candidates(header.id)) {
+          taken ||= Option.isSome(yield* p.files.stat(candidate.file).pipe(mapFs("create")))
+        }
         if (taken) return yield* new SessionExists({ rule: "J14", sessionId: header.id })
         p.sessions.register(header)
         return header
@@ -100,21 +111,22 @@ export const makeJsonlStore = (
         appendPrepared(events, options, { maxEventBytes }, (checked, expectedSeq) => append(p, id, checked, expectedSeq)),
 
       load: Effect.fn("JsonlStore.load")(function*(id: string) {
-        const scanned = yield* scanSession(p, id, "load", true)
-        if (scanned === undefined) {
+        const found = yield* scanOptions(p, id, "load", true)
+        const scanned = found === undefined ? undefined : yield* scanFile(p.fs, found.file, found.options, "load")
+        if (found === undefined || scanned === undefined) {
           const header = p.sessions.registered(id)
           if (header === undefined) return yield* notFound(id)
           return { header, storedVersion: header.version, events: [], tornTail: undefined, revision: "unmaterialised" }
         }
         p.sessions.clearSuspect(id)
-        hintFromRead(p, id, scanned)
+        hintFromRead(p, id, found.file, scanned)
         return toLoadResult(scanned)
       }),
 
       loadEach: <E, R>(id: string, sink: EventSink<E, R>) =>
         Effect.gen(function*() {
-          const { file, options } = scanOptions(p, id, true)
-          const scanned = yield* scanFileEach(p.fs, file, options, "loadEach", sink)
+          const found = yield* scanOptions(p, id, "loadEach", true)
+          const scanned = found === undefined ? undefined : yield* scanFileEach(p.fs, found.file, found.options, "loadEach", sink)
           if (scanned === undefined) {
             const header = p.sessions.registered(id)
             if (header === undefined) return yield* notFound(id)
@@ -158,7 +170,8 @@ export const makeJsonlStore = (
 
 /**
  * A JSONL SessionStore layer over `options.root`: one `<encoded id>.jsonl` file per session in the
- * interchange format (SPEC §7.4); needs `FileSystem` and `Path` (`NodeContext.layer`).
+ * interchange format (SPEC §7.4), or `<encoded id>.jsonlz` in the compressed layout (`compress`);
+ * needs `FileSystem` and `Path` (`NodeContext.layer`).
  *
  * @example
  * ```ts
@@ -182,11 +195,9 @@ export const layerJsonlStore = (
 /** Under the locks, the torn point and the revision must be what `load` reported (L8). */
 const truncateTornTail = (p: Pieces, id: string, tornTail: TornTail, revision: string) =>
   Effect.gen(function*() {
-    const { file } = p.files.pathOf(id)
-    if (Option.isNone(yield* p.files.stat(file).pipe(mapFs("truncateTornTail")))) return yield* notFound(id)
-    yield* underLock(p, id, "truncateTornTail", () =>
+    yield* underLock(p, id, "truncateTornTail", (_lock, file) =>
       Effect.gen(function*() {
-        const scanned = yield* rescan(p, id, "truncateTornTail")
+        const scanned = yield* rescan(p, id, file, "truncateTornTail")
         const now = scanned.result.tornTail
         if (
           scanned.revision !== revision || now === undefined || now.fromSeq !== tornTail.fromSeq ||
@@ -195,30 +206,47 @@ const truncateTornTail = (p: Pieces, id: string, tornTail: TornTail, revision: s
           return yield* changedSinceRead(id, tornTail.fromSeq, scanned.result.nextSeq)
         }
         p.sessions.forget(id)
+        p.segments.drop(id)
         yield* p.files.truncate(file, now.position).pipe(mapFs("truncateTornTail"))
-        p.sessions.remember(id, { file, ino: scanned.ino, size: now.position, nextSeq: now.fromSeq })
+        const state = { file, ino: scanned.ino, size: now.position, nextSeq: now.fromSeq }
+        p.sessions.remember(id, scanned.result.compressed === true ? { ...state, compressed: true } : state)
       }))
   })
 
-/** Under the locks, if unchanged since `load` (L8): the new log to a temp file, the old kept as backup. */
+/**
+ * Under the locks, if unchanged since `load` (L8): the new log to a temp file in the layout of
+ * the file it replaces, the old kept as backup.
+ */
 const replaceLog = (p: Pieces, id: string, header: SessionHeader, events: ReadonlyArray<Event>, revision: string) =>
   Effect.gen(function*() {
-    const { file, name } = p.files.pathOf(id)
-    if (Option.isNone(yield* p.files.stat(file).pipe(mapFs("replaceLog")))) return yield* notFound(id)
-    yield* underLock(p, id, "replaceLog", () =>
+    yield* underLock(p, id, "replaceLog", (_lock, file) =>
       Effect.gen(function*() {
-        const current = yield* rescan(p, id, "replaceLog")
+        const current = yield* rescan(p, id, file, "replaceLog")
         if (current.revision !== revision) return yield* changedSinceRead(id, events.length, current.result.nextSeq)
         p.sessions.forget(id)
-        const pack = p.keepLayout && current.result.packedRows > 0 ? packOptions(true, p.maxLineBytes) : p.pack
-        const temp = yield* p.files.writeTemp(name, logParts(header, events, pack)).pipe(mapFs("replaceLog"))
+        p.segments.drop(id)
+        const compressed = current.result.compressed === true
+        const parts = compressed ? yield* compressedLog(header, events, p) : logParts(header, events, p.pack)
+        const { name } = p.files.candidates(id).find((c) => c.file === file) ?? p.files.pathOf(id)
+        const temp = yield* p.files.writeTemp(name, parts).pipe(mapFs("replaceLog"))
         yield* p.files.replace(temp.path, file, current.result.storedVersion).pipe(mapFs("replaceLog"))
         const info = yield* p.files.stat(file).pipe(Effect.orElseSucceed(() => Option.none<FileSystem.File.Info>()))
         if (Option.isSome(info)) {
-          const size = Number(info.value.size)
-          p.sessions.remember(id, { file, ino: JsonlFiles.inoOf(info.value), size, nextSeq: events.length })
+          const state = { file, ino: JsonlFiles.inoOf(info.value), size: Number(info.value.size), nextSeq: events.length }
+          p.sessions.remember(id, compressed ? { ...state, compressed: true } : state)
         }
       }))
+  })
+
+/** A whole log in the compressed layout: the magic, the header frame, the events' frames. */
+const compressedLog = (header: SessionHeader, events: ReadonlyArray<Event>, p: Pieces) =>
+  Effect.gen(function*() {
+    const first = { text: Buffer.from(headerLine(header), "utf8"), turnEnd: false }
+    const encoded = yield* encodeFrames(undefined, [first, ...frameTexts(logLines(events, p.pack))]).pipe(
+      Effect.mapError((cause) => new StoreFailure({ method: "replaceLog", cause, detail: "compression failed" }))
+    )
+    encoded.segment?.encoder.close()
+    return [MAGIC, encoded.bytes]
   })
 
 /**
@@ -228,7 +256,15 @@ const replaceLog = (p: Pieces, id: string, header: SessionHeader, events: Readon
 const list = (p: Pieces) =>
   Effect.gen(function*() {
     const headers: Array<SessionHeader> = []
-    for (const { file, name, named } of yield* p.files.sessionFiles.pipe(mapFs("list"))) {
+    const files = yield* p.files.sessionFiles.pipe(mapFs("list"))
+    const seen = new Map<string, number>()
+    for (const { name, named } of files) if (named !== true) seen.set(name, (seen.get(name) ?? 0) + 1)
+    for (const { file, name, named } of files) {
+      if (named !== true && seen.get(name)! > 1) {
+        // J14: one session under both names (`.jsonl` and `.jsonlz`): reads refuse it too
+        yield* Effect.logWarning(`JsonlStore.list: skipping ${file}: the session is stored under two names`)
+        continue
+      }
       const scanned = yield* Effect.either(scanFile(p.fs, file, {
         location: file,
         ...(named ? {} : { expectedName: name }),

@@ -103,7 +103,7 @@ export const makeBackend = (
           withRawDb(file, (db) =>
             JSON.stringify([
               db.prepare("SELECT * FROM sessions WHERE id = ?").all(id),
-              db.prepare("SELECT * FROM events WHERE session_id = ? ORDER BY seq").all(id),
+              db.prepare("SELECT * FROM event_rows WHERE session_id = ? ORDER BY seq").all(id),
               db.prepare("SELECT count(*) AS n FROM session_backups").all()
             ]))
         ),

@@ -1,13 +1,14 @@
 /**
- * The crash harness's child process: resumes (or creates) a session on a real JSONL directory or
- * SQLite file in durable mode and runs a scripted agent (turns, steps, streamed chunks, tool
+ * The crash harness's child process: resumes (or creates) a session on a real JSONL directory
+ * (plain, or `jsonlz`: the compressed layout) or SQLite file and runs a scripted agent (turns, steps, streamed chunks, tool
  * calls and results, compactions between turns), printing `ack <seq> <sha1 of encodeEvent>`
  * after every acknowledged append. At a failpoint it prints `paused <name>` and waits for the
  * parent's SIGKILL. Usage:
- *   node_modules/.bin/tsx test/crash/child.ts <jsonl|sqlite> <location> <sessionId>
+ *   node_modules/.bin/tsx test/crash/child.ts <jsonl|jsonlz|sqlite> <location> <sessionId>
  * Environment: CRASH_FAILPOINT = none | before-write | after-write | mid-batch | tool-body |
  * compaction | repair; CRASH_K = which occurrence fires (1-based); CRASH_SEED = script seed;
- * CRASH_BIG = 1 to make every tool result a large multi-byte event (mid-batch uses this);
+ * CRASH_BIG = 1 to make every tool result a large multi-byte event (mid-batch uses this; for
+ * jsonlz an incompressible one, so that its compressed batch is large too);
  * CRASH_TURNS = turns before printing `done` (default 100); CRASH_MODE = durable (default: an ack
  * after every append) | batched (write-behind, acks after the flush of each §7.3 checkpoint:
  * pre-step, before the model request, before a tool body, at the turn's end).
@@ -104,6 +105,9 @@ const chunkedFileSystem = (fs: FileSystem.FileSystem): FileSystem.FileSystem => 
 })
 
 const text = (t: string) => [{ type: "text" as const, text: t }]
+const NOISE_ALPHABET = [..."abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 é✓"]
+/** `n` pseudo-random characters: text that does not compress. */
+const noise = (n: number): string => Array.from({ length: n }, () => NOISE_ALPHABET[pick(NOISE_ALPHABET.length)]).join("")
 const sha1 = (e: Event): string => createHash("sha1").update(encodeEvent(e)).digest("hex")
 
 const agent = Effect.gen(function*() {
@@ -183,7 +187,7 @@ const agent = Effect.gen(function*() {
         const call = yield* append("tool/call", { turn, step, callId: id, name: "run", arguments: "{}" })
         yield* checkpoint // (b) before the tool body
         if (fires("tool-body")) yield* pause("tool-body")
-        const output = big ? `${"é".repeat(150_000)}${"x".repeat(200_000)}${"✓".repeat(1000)}` : `output of ${id}`
+        const output = !big ? `output of ${id}` : kind === "jsonlz" ? noise(400_000) : `${"é".repeat(150_000)}${"x".repeat(200_000)}${"✓".repeat(1000)}`
         yield* append("tool/result", {
           turn,
           step,
@@ -235,8 +239,8 @@ const agent = Effect.gen(function*() {
   say("done")
 })
 
-if (kind !== "jsonl" && kind !== "sqlite") {
-  process.stderr.write("usage: child.ts <jsonl|sqlite> <location> <sessionId>\n")
+if (kind !== "jsonl" && kind !== "jsonlz" && kind !== "sqlite") {
+  process.stderr.write("usage: child.ts <jsonl|jsonlz|sqlite> <location> <sessionId>\n")
   process.exit(2)
 }
 
@@ -246,7 +250,7 @@ const storeLayer = kind === "sqlite"
     SessionStore,
     Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem
-      return instrument(yield* makeJsonlStore({ root: location }).pipe(
+      return instrument(yield* makeJsonlStore({ root: location, compress: kind === "jsonlz" }).pipe(
         Effect.provideService(FileSystem.FileSystem, chunkedFileSystem(fs))
       ))
     })

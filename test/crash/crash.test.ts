@@ -1,7 +1,8 @@
 /**
  * Crash harness (SPEC §7.1 crash guarantees, §6, §7.2; §13 "Crash repair and resume"): a child
- * process (test/crash/child.ts) runs a scripted agent in durable mode on a real JSONL directory or
- * SQLite file and prints `ack <seq> <sha1>` after every acknowledged append; the parent SIGKILLs
+ * process (test/crash/child.ts) runs a scripted agent in durable mode on a real JSONL directory
+ * (plain, or `jsonlz`: new sessions in the compressed layout) or SQLite file and prints
+ * `ack <seq> <sha1>` after every acknowledged append; the parent SIGKILLs
  * it at a named failpoint (before a write, between the chunks of one large JSONL batch, after a
  * write before its acknowledgement, inside a tool body, during a compaction, during open's repair)
  * or after a random delay. After every kill the parent reopens with `SessionLive.open` and checks:
@@ -15,9 +16,9 @@
  * checkpoint's flush stored: pre-step, before the model request, before a tool body, at the turn's
  * end), so the guarantees are checked for the agent's default mode too.
  *
- * Running more trials (the default is 50 per backend and mode):
+ * Running more trials (the default is 50 per backend and mode, 20 for jsonlz):
  *   CRASH_TRIALS=1000 npx vitest run test/crash/crash.test.ts
- * Other knobs: CRASH_SEED (plan seed, printed on failure), CRASH_BACKENDS=jsonl,sqlite, CRASH_MODES=durable,batched,
+ * Other knobs: CRASH_SEED (plan seed, printed on failure), CRASH_BACKENDS=jsonl,jsonlz,sqlite, CRASH_MODES=durable,batched,
  * CRASH_CHILD_RUNNER=tsx (run the child through node_modules/.bin/tsx instead of a bundle made
  * once with tsx's esbuild; same code, ~2-4 s slower start per trial on a busy machine).
  */
@@ -46,9 +47,11 @@ import { bundleScript, prng, repo } from "../helpers/processes.js"
 import { integrityCheck, platform, withRawDb } from "./backends.js"
 import * as Seed from "../../src/services/Seed.js"
 
-const TRIALS = Number(process.env.CRASH_TRIALS ?? "50")
+type Kind = "jsonl" | "jsonlz" | "sqlite"
+/** Trials per backend and mode; the compressed layout shares the plain one's code paths but the codec, so fewer by default. */
+const trialsOf = (kind: Kind) => Number(process.env.CRASH_TRIALS ?? (kind === "jsonlz" ? "20" : "50"))
 const SEED = Number(process.env.CRASH_SEED ?? "20251130")
-const BACKENDS = (process.env.CRASH_BACKENDS ?? "jsonl,sqlite").split(",") as Array<"jsonl" | "sqlite">
+const BACKENDS = (process.env.CRASH_BACKENDS ?? "jsonl,jsonlz,sqlite").split(",") as Array<Kind>
 /** Persistence modes of the child: durable (an ack per append) and batched (acks at the §7.3 checkpoints). */
 const MODES = (process.env.CRASH_MODES ?? "durable,batched").split(",") as Array<"durable" | "batched">
 const RUNNER = process.env.CRASH_CHILD_RUNNER ?? "bundle"
@@ -132,9 +135,9 @@ const sha1 = (s: string | Uint8Array) => createHash("sha1").update(s).digest("he
 
 /** The raw stored state of a session (file bytes or rows), hashed. */
 const fingerprint = (kind: string, location: string, id: string): string => {
-  if (kind === "jsonl") {
+  if (kind === "jsonl" || kind === "jsonlz") {
     try {
-      return sha1(readFileSync(join(location, encodeSessionId(id) + ".jsonl")))
+      return sha1(readFileSync(join(location, encodeSessionId(id) + (kind === "jsonl" ? ".jsonl" : ".jsonlz"))))
     } catch {
       return "absent"
     }
@@ -142,7 +145,7 @@ const fingerprint = (kind: string, location: string, id: string): string => {
   return sha1(withRawDb(location, (db) =>
     JSON.stringify([
       db.prepare("SELECT * FROM sessions WHERE id = ?").all(id),
-      db.prepare("SELECT * FROM events WHERE session_id = ? ORDER BY seq").all(id)
+      db.prepare("SELECT * FROM event_rows WHERE session_id = ? ORDER BY seq").all(id)
     ])))
 }
 
@@ -150,9 +153,9 @@ const openStore = (
   kind: string,
   location: string
 ): Effect.Effect<SessionStoreShape, unknown, Scope.Scope | FileSystem.FileSystem | Path.Path> =>
-  kind === "jsonl"
-    ? makeJsonlStore({ root: location })
-    : makeSqliteStore({ filename: location })
+  kind === "sqlite"
+    ? makeSqliteStore({ filename: location })
+    : makeJsonlStore({ root: location, compress: kind === "jsonlz" })
 
 /** Reopen after a kill and check every crash guarantee; returns the repaired log's length. */
 const verify = (kind: string, location: string, id: string, acked: ReadonlyMap<number, string>) =>
@@ -198,18 +201,20 @@ const verify = (kind: string, location: string, id: string, acked: ReadonlyMap<n
     return events.length
   }))
 
-const FAILPOINTS: Record<"jsonl" | "sqlite", ReadonlyArray<string>> = {
+const FAILPOINTS: Record<Kind, ReadonlyArray<string>> = {
   jsonl: ["random", "random", "before-write", "after-write", "mid-batch", "tool-body", "compaction", "repair"],
+  jsonlz: ["random", "random", "before-write", "after-write", "mid-batch", "tool-body", "compaction", "repair"],
   sqlite: ["random", "random", "before-write", "after-write", "tool-body", "compaction", "repair"]
 }
 
 describe("crash harness", () => {
   afterAll(() => rmSync(work, { recursive: true, force: true }))
   for (const kind of BACKENDS) for (const mode of MODES) {
+    const TRIALS = trialsOf(kind)
     it.scopedLive(`${kind}, ${mode}: ${TRIALS} SIGKILL trials keep every acknowledged event and repair to a valid log`, () =>
       Effect.gen(function*() {
-        const rand = prng(SEED + (kind === "jsonl" ? 0 : 1) + (mode === "durable" ? 0 : 2))
-        const location = kind === "jsonl" ? join(work, `jsonl-${mode}`) : join(work, `sessions-${mode}.db`)
+        const rand = prng(SEED + (kind === "jsonl" ? 0 : kind === "sqlite" ? 1 : 4) + (mode === "durable" ? 0 : 2))
+        const location = kind === "sqlite" ? join(work, `sessions-${mode}.db`) : join(work, `${kind}-${mode}`)
         // batched mode writes once per checkpoint: fewer writes per turn to choose a failpoint from
         const writeK = mode === "durable" ? 60 : 20
         const stats = new Map<string, { trials: number; paused: number; acks: number }>()
@@ -244,7 +249,7 @@ describe("crash harness", () => {
             case "repair":
               // leave something to repair (JSONL: a torn tail too), then die inside open's repair
               // (with a torn tail open writes twice: truncation, then closers and marker)
-              if (kind === "jsonl" && rand(2) === 0) {
+              if (kind !== "sqlite" && rand(2) === 0) {
                 runs.push({ mode, failpoint: "mid-batch", k: 1, big: true, turns: 3, seed })
                 runs.push({ mode, failpoint: "repair", k: 1 + rand(2), turns: 2, seed: seed + 1 })
               } else {
@@ -264,9 +269,12 @@ describe("crash harness", () => {
             if (run.failpoint !== "none") assert.isDefined(result.paused, `${context}: failpoint not reached`)
             if (result.paused !== undefined) s.paused++
             s.acks += result.acks.length
-            if (kind === "jsonl") {
+            if (kind !== "sqlite") {
               // the kernel lock leaves no file behind, even when its holder is killed
               assert.isFalse(existsSync(join(location, encodeSessionId(id) + ".jsonl.lock")), `${context}: a lock file`)
+              // a session lives under one name only
+              const names = [".jsonl", ".jsonlz"].filter((s) => existsSync(join(location, encodeSessionId(id) + s)))
+              assert.isAtMost(names.length, 1, `${context}: stored under ${names.join(" and ")}`)
             }
             for (const [seq, hash] of result.acks) {
               // an acknowledged seq is never acknowledged again with other content

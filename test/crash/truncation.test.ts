@@ -4,12 +4,16 @@
  * 512 KiB, cut at every byte offset of those lines (sampled inside the large one). Every cut
  * loads as the valid prefix of complete lines with the rest reported as a torn tail — never an
  * untyped failure, never a lost committed turn — and `SessionLive.open` repairs it to exactly
- * prefix ++ closers ++ end-seed, which a second open leaves byte for byte.
+ * prefix ++ closers ++ end-seed, which a second open leaves byte for byte. The same log in the
+ * compressed layout (one frame per durable append) is cut at every byte offset of its last
+ * three frames: every cut loads as the complete frames' events, the torn frame reported from its
+ * first byte, and repairs the same way.
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { makeJsonlStore, toJsonlText } from "../../src/layers/JsonlStore.js"
+import { FRAME_HEADER_BYTES, MAGIC, parseFrameHeader } from "../../src/layers/JsonlFrames.js"
 import { scriptedTurn } from "./script.js"
 import { encodeEvent } from "../../src/schema/EventCodec.js"
 import type { Event } from "../../src/schema/Events.js"
@@ -22,8 +26,25 @@ import { platform } from "./backends.js"
 const text = (t: string) => [{ type: "text" as const, text: t }]
 const HUGE = `${"日本語のログ🎉 ".repeat(20_000)}${"ascii padding ".repeat(10_000)}é`
 
+/**
+ * Like HUGE but incompressible (a seeded pseudo-random mix of ASCII and multi-byte characters):
+ * its compressed frame spans many read chunks.
+ */
+const NOISE = (() => {
+  let x = 0x2545f491
+  const alphabet = [..."abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 éß日本🎉"]
+  let out = ""
+  for (let i = 0; i < 400_000; i++) {
+    x ^= x << 13
+    x ^= x >>> 17
+    x ^= x << 5
+    out += alphabet[(x >>> 0) % alphabet.length]
+  }
+  return out
+})()
+
 /** Turn 1 complete; turn 2 dies after its tool result: the last three lines are the ones to cut. */
-const writeLog = (s: Session.SessionShape) =>
+const writeLog = (s: Session.SessionShape, huge = HUGE) =>
   Effect.gen(function*() {
     yield* scriptedTurn(1, "Summarise the repo — naïve façade ✓", [
       { text: "Reading.", calls: [{ name: "read_file", args: { path: "README.md" }, result: "# Titel — Überblick 🎉" }] },
@@ -57,7 +78,7 @@ const writeLog = (s: Session.SessionShape) =>
       message: {
         id: "result-call-big",
         role: "user",
-        content: [{ type: "tool-result", toolCallId: "call-big", content: text(HUGE) as never }],
+        content: [{ type: "tool-result", toolCallId: "call-big", content: text(huge) as never }],
         source: { kind: "tool", callId: "call-big" }
       }
     }, { surfaceOp: "append", sourceEventSeqs: [call.seq] })
@@ -150,4 +171,91 @@ describe("exhaustive truncation of the last three lines (L1-L3)", () => {
       assert.strictEqual(repairs, cuts.length)
       console.log(`truncation: ${cuts.length} cuts (${starts[2] - starts[0]} bytes exhaustively, ${cuts.length - (starts[2] - starts[0])} sampled in a ${hugeLength}-byte line)`)
     }).pipe(Effect.provide(platform)), 10 * 60_000)
+})
+
+/** The end offset of every frame of a compressed file. */
+const frameEnds = (bytes: Uint8Array): Array<number> => {
+  const ends: Array<number> = []
+  let at = MAGIC.length
+  while (at < bytes.length) {
+    const header = parseFrameHeader(bytes.subarray(at, at + FRAME_HEADER_BYTES))
+    if (header === undefined) throw new Error(`no frame at ${at}`)
+    at += FRAME_HEADER_BYTES + header.payloadBytes
+    ends.push(at)
+  }
+  return ends
+}
+
+describe("exhaustive truncation of the last three frames of a compressed file (L1-L3)", () => {
+  const cutFrames = (huge: string, sample: boolean) =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const shm = yield* fs.exists("/dev/shm")
+      const root = yield* fs.makeTempDirectoryScoped(shm ? { directory: "/dev/shm" } : {})
+      const file = `${root}/t.jsonlz`
+      const events = yield* Effect.scoped(Effect.gen(function*() {
+        const s = yield* SessionLive.create({ id: "t", header: { cwd: "/repo" } })
+        return yield* writeLog(s, huge)
+      })).pipe(Effect.provideServiceEffect(SessionStore, makeJsonlStore({ root, compress: true })))
+      const full = yield* fs.readFile(file)
+      const ends = frameEnds(full)
+      // frames: the header, then one per durable append (one event each)
+      assert.strictEqual(ends.length, events.length + 1)
+      const n = events.length
+      const turn1End = events.findIndex((e) => e.type === "turn/end")
+      const cuts = [
+        ...offsets(ends[n - 3], ends[n - 2], false),
+        ...offsets(ends[n - 2], ends[n - 1], false),
+        ...offsets(ends[n - 1], ends[n], sample),
+        ends[n]
+      ]
+      let repairs = 0
+      for (const cut of cuts) {
+        yield* fs.writeFile(file, full.subarray(0, cut))
+        const store = yield* makeJsonlStore({ root })
+        const loaded = yield* Effect.either(store.load("t"))
+        if (loaded._tag === "Left") {
+          assert.strictEqual(loaded.left._tag, "StoreCorrupt", `cut ${cut}: ${loaded.left.message}`)
+          continue
+        }
+        const complete = ends.filter((e) => e <= cut).length - 1
+        const atBoundary = ends.includes(cut)
+        assert.strictEqual(loaded.right.events.length, complete, `cut ${cut}`)
+        assert.isAbove(complete, turn1End, `cut ${cut}: the committed turn 1 is kept`)
+        assert.strictEqual(loaded.right.tornTail === undefined, atBoundary, `cut ${cut}`)
+        if (!atBoundary) {
+          assert.deepStrictEqual(loaded.right.tornTail, { fromSeq: complete, reason: "fragment", position: ends[complete] })
+        }
+        const prefix = events.slice(0, complete)
+        assert.deepStrictEqual(loaded.right.events.map((e) => encodeEvent(e as Event)), prefix.map(encodeEvent))
+        const repaired = yield* Effect.scoped(Effect.flatMap(SessionLive.open("t"), (h) => h.events)).pipe(
+          Effect.provideService(SessionStore, store)
+        )
+        const expectedClosers = closers(prefix)
+        assert.deepStrictEqual(
+          repaired.map(encodeEvent).slice(0, complete + expectedClosers.length),
+          [...prefix, ...expectedClosers].map(encodeEvent),
+          `cut ${cut}`
+        )
+        assert.strictEqual(repaired.length, complete + expectedClosers.length + 1)
+        assert.strictEqual(repaired[repaired.length - 1].type, "session/end-seed")
+        const bytes = yield* fs.readFile(file)
+        // the repair kept the complete frames byte for byte and appended one frame
+        assert.deepStrictEqual(bytes.subarray(0, ends[complete]), full.subarray(0, ends[complete]), `cut ${cut}`)
+        const reloaded = yield* (yield* makeJsonlStore({ root })).load("t")
+        assert.deepStrictEqual(reloaded.events.map((e) => encodeEvent(e as Event)), repaired.map(encodeEvent))
+        yield* Effect.scoped(SessionLive.open("t")).pipe(Effect.provideServiceEffect(SessionStore, makeJsonlStore({ root })))
+        assert.deepStrictEqual(yield* fs.readFile(file), bytes, `cut ${cut}: reopen is stable`)
+        repairs++
+      }
+      assert.strictEqual(repairs, cuts.length)
+      const last = `a ${ends[n] - ends[n - 1]}-byte last frame for a ${Buffer.byteLength(encodeEvent(events[n - 1]))}-byte line`
+      console.log(`truncation (compressed): ${cuts.length} cuts (${sample ? "sampled in" : "every byte of"} ${last})`)
+    })
+
+  it.scoped("L1 L3 every cut of the last three frames loads as the complete frames' events; open repairs it byte-stably", () =>
+    cutFrames(HUGE, false).pipe(Effect.provide(platform)), 10 * 60_000)
+
+  it.scoped("L1 L3 the same with an incompressible last frame over many read chunks (cuts sampled inside it)", () =>
+    cutFrames(NOISE, true).pipe(Effect.provide(platform)), 10 * 60_000)
 })

@@ -2,14 +2,12 @@
  * Packed chunk rows (SPEC Appendix A, §7.4.2, L4): the writer's packing rules and caps, the
  * reader's strict decoding, malformed rows as committed-region corruption (L4) or a torn tail
  * that drops the whole row, layout-blind reads of packed, unpacked and mixed files, the
- * `packChunks` store option (contract suite, cached seq, Session round trip) and the CLI.
+ * `packChunks` store option (on by default; cached seq, Session round trip) and the CLI.
  */
-import * as FileSystem from "@effect/platform/FileSystem"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as fc from "effect/FastCheck"
-import * as Layer from "effect/Layer"
 import { execFile } from "node:child_process"
 import * as nodePath from "node:path"
 import { layerJsonlStore, readJsonlFile, toJsonlText } from "../../src/layers/JsonlStore.js"
@@ -30,7 +28,6 @@ import * as Session from "../../src/services/Session.js"
 import * as SessionLive from "../../src/layers/SessionLive.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
 import { anyValidLog, appendOptions, asEvents } from "../arbitraries.js"
-import { type DurableBackend, storeContract } from "../store-contract/contract.js"
 import { fixture, line, turnEnd, turnStart, userMessage, writeRaw } from "./helpers.js"
 
 const provide = Effect.provide(NodeContext.layer)
@@ -579,17 +576,23 @@ describe("JsonlStore packChunks", () => {
       assert.isFalse(toJsonlText(loaded.header, loaded.events as Array<Event>).includes("-chunks"))
     }).pipe(provide))
 
-  it.scoped("a run split over two batches is not packed across them; a store without the option never packs", () =>
+  it.scoped("a run split over two batches is not packed across them; packChunks: false never packs, the default packs", () =>
     Effect.gen(function*() {
       const f = yield* fixture({ packChunks: true })
       yield* f.store.create({ version: 1, id: "s", createdAt: 5 })
       yield* f.store.append("s", chunkBatch(0, 2), { expectedSeq: 0 })
       yield* f.store.append("s", chunkBatch(2, 2), { expectedSeq: 2 })
       assert.isFalse((yield* f.fs.readFileString(f.fileOf("s"))).includes("-chunks"))
-      const plain = yield* fixture()
+      const plain = yield* fixture({ packChunks: false })
       yield* plain.store.create({ version: 1, id: "s", createdAt: 5 })
       yield* plain.store.append("s", chunkBatch(0, 6), { expectedSeq: 0 })
       assert.isFalse((yield* plain.fs.readFileString(plain.fileOf("s"))).includes("-chunks"))
+      const byDefault = yield* fixture()
+      yield* byDefault.store.create({ version: 1, id: "s", createdAt: 5 })
+      yield* byDefault.store.append("s", chunkBatch(0, 6), { expectedSeq: 0 })
+      const lines = (yield* byDefault.fs.readFileString(byDefault.fileOf("s"))).split("\n").slice(1, -1)
+      assert.strictEqual(lines.length, 1)
+      assert.isTrue(lines[0].startsWith("{\"type\":\"text-chunks\",\"seq0\":0,"))
     }).pipe(provide))
 
   it.scoped("replaceLog writes the new log packed too", () =>
@@ -650,19 +653,7 @@ describe("JsonlStore packChunks", () => {
     }).pipe(provide))
 })
 
-const packedBackend: DurableBackend = {
-  kind: "jsonl",
-  location: Effect.flatMap(FileSystem.FileSystem, (fs) => fs.makeTempDirectoryScoped({ prefix: "store-contract-packed-" })).pipe(
-    Effect.provide(NodeContext.layer)
-  ),
-  layerAt: (root) => layerJsonlStore({ root, packChunks: true }).pipe(Layer.provide(NodeContext.layer))
-}
-
-storeContract(
-  "jsonl with packChunks",
-  () => Layer.unwrapScoped(Effect.map(packedBackend.location, packedBackend.layerAt)),
-  { numRuns: 10 }
-)
+// The store contract suite on packed files: test/store-contract/jsonl.test.ts (packing is the default).
 
 // ---------------------------------------------------------------------------------------------
 // The CLI on a packed file
@@ -704,7 +695,7 @@ describe("session-log on a packed .jsonl file", () => {
 // ---------------------------------------------------------------------------------------------
 // Upgrades keep the layout (SPEC §8.3 with Appendix A; issue 13)
 
-describe("Appendix A: a v0 upgrade keeps the storage layout", () => {
+describe("Appendix A: a v0 upgrade writes the store's storage layout", () => {
   const v0Text = (packChunks: boolean) => {
     const events = turnLog()
     return { events, text: toJsonlText({ ...sessionHeader("t"), version: 0 } as unknown as SessionHeader, events, { packChunks }) }
@@ -735,12 +726,13 @@ describe("Appendix A: a v0 upgrade keeps the storage layout", () => {
       assert.isBelow(after.length, unpacked.after.length)
     }).pipe(provide))
 
-  it.scoped("K3: an unpacked v0 log stays unpacked unless the store packs (packChunks: true)", () =>
+  it.scoped("K3: an unpacked v0 log is migrated packed by default, unpacked with packChunks: false", () =>
     Effect.gen(function*() {
       const { events, text } = v0Text(false)
-      const kept = yield* upgradeWith(text, {})
-      assert.notInclude(kept.after, "-chunks")
-      const packed = yield* upgradeWith(text, { packChunks: true })
+      const unpacked = yield* upgradeWith(text, { packChunks: false })
+      assert.notInclude(unpacked.after, "-chunks")
+      assert.deepStrictEqual((unpacked.loaded.events as Array<Event>).map(encodeEvent), events.map(encodeEvent))
+      const packed = yield* upgradeWith(text, {})
       assert.include(packed.after, "\"type\":\"text-chunks\"")
       assert.deepStrictEqual((packed.loaded.events as Array<Event>).map(encodeEvent), events.map(encodeEvent))
     }).pipe(provide))

@@ -1,6 +1,8 @@
 /**
- * The store contract suite (SPEC §7.1) on the JSONL backend: a fresh temporary directory per
- * test (per run for properties), plus the durable cases (second instances, two OS processes).
+ * The store contract suite (SPEC §7.1) on the JSONL backend with its default layout (packed chunk
+ * rows): a fresh temporary directory per test (per run for properties), plus the durable cases
+ * (second instances, two OS processes). `jsonl-plain.test.ts` and `jsonl-compressed.test.ts` run
+ * it on the other layouts.
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as NodeContext from "@effect/platform-node/NodeContext"

@@ -52,7 +52,7 @@ const unlistedFiles = (spec: StoreSpec, listed: ReadonlySet<string>) =>
   Effect.gen(function*() {
     if (spec.kind !== "jsonl") return []
     const names = yield* (yield* FileSystem.FileSystem).readDirectory(spec.root)
-    return names.filter((name) => name.endsWith(".jsonl") && !name.startsWith(".") && !listed.has(name)).sort()
+    return names.filter((name) => /\.jsonlz?$/.test(name) && !name.startsWith(".") && !listed.has(name)).sort()
   })
 
 /** Verify every session of a store, then the JSONL files `list` could not read. */
@@ -62,7 +62,7 @@ const verifyStore = (storeOpt: string) =>
     const { store: s } = yield* openStore(spec, { mustExist: true, readOnly: true })
     if (s === undefined) return yield* storeNotFound(storeOpt)
     const headers = yield* s.list()
-    const unlisted = yield* unlistedFiles(spec, new Set(headers.map((h) => `${encodeSessionId(h.id)}.jsonl`)))
+    const unlisted = yield* unlistedFiles(spec, new Set(headers.flatMap((h) => [".jsonl", ".jsonlz"].map((s) => encodeSessionId(h.id) + s))))
     const path = yield* Path.Path
     const bar = progress("verify", headers.length + unlisted.length)
     const reports: Array<StoreReport> = []
