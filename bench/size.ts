@@ -46,7 +46,7 @@ interface Layout {
   readonly layer: (dir: string) => Layer.Layer<SessionStore, unknown>
 }
 
-const LAYOUTS: ReadonlyArray<Layout> = [
+const ALL_LAYOUTS: ReadonlyArray<Layout> = [
   {
     name: "JSONL plain",
     layer: (dir) => layerJsonlStore({ root: dir, packChunks: false }).pipe(Layer.provide(NodeContext.layer))
@@ -64,6 +64,17 @@ const LAYOUTS: ReadonlyArray<Layout> = [
     layer: (dir) => layerSqliteStore({ filename: nodePath.join(dir, "sessions.db") })
   }
 ]
+
+/**
+ * The layouts measured: all, or those whose name contains one of `BENCH_LAYOUTS` (comma-separated,
+ * case-insensitive); plain JSONL is always measured (every ratio is against it).
+ */
+const LAYOUTS: ReadonlyArray<Layout> = ((filter) =>
+  filter === undefined
+    ? ALL_LAYOUTS
+    : ALL_LAYOUTS.filter((l, i) => i === 0 || filter.some((f) => l.name.toLowerCase().includes(f))))(
+    process.env.BENCH_LAYOUTS?.toLowerCase().split(",").map((f) => f.trim()).filter((f) => f !== "")
+  )
 
 // ---------------------------------------------------------------------------------------------
 // The workload as stored events
