@@ -7,6 +7,7 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
+import type { Connection } from "@effect/sql/SqlConnection"
 import type Pg from "pg"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -92,13 +93,39 @@ interface QueryConfig {
 const isQueryConfig = (config: unknown): config is QueryConfig =>
   typeof config === "object" && config !== null && typeof (config as { readonly text?: unknown }).text === "string"
 
+/** Where a `PreparingClient` says whether it is still connected (set false on `error` or `end`). */
+const CONNECTED = Symbol.for("effect-session-log/PostgresStore/connected")
+
+/**
+ * Whether the driver client under a connection of the store's pool is still connected: the
+ * store keeps connections between operations only while it is (`SqlDialect.alive`). The client
+ * is read from `@effect/sql-pg`'s connection (its `pg` field); a connection whose client cannot be
+ * found or is not a `PreparingClient` counts as dead, so it is never kept.
+ */
+const alive = (conn: Connection): boolean => {
+  const client = (conn as { readonly pg?: { readonly [CONNECTED]?: unknown } }).pg
+  return client?.[CONNECTED] === true
+}
+
 /**
  * The node-postgres `Client` subclass of the store's pool (through the pool's documented `Client`
  * option): a query whose text is a registered hot statement is sent with its name, so the server
- * keeps it prepared on that connection. Nothing else changes.
+ * keeps it prepared on that connection; and the client knows whether it is still connected
+ * (`alive`). Nothing else changes.
  */
 const preparingClient = (Base: typeof Pg.Client): typeof Pg.Client =>
   class PreparingClient extends Base {
+    [CONNECTED] = true
+
+    constructor(...args: ConstructorParameters<typeof Pg.Client>) {
+      super(...args)
+      const lost = () => {
+        this[CONNECTED] = false
+      }
+      this.on("error", lost)
+      this.on("end", lost)
+    }
+
     // the overloads of `Client.query` are many; this one forwards them all
     override query(config: unknown, values?: unknown, callback?: unknown): never {
       const query = (super.query as (...args: Array<unknown>) => never).bind(this)
@@ -152,6 +179,7 @@ export const postgresDialect: SqlDialect = {
   classify,
   changedRows,
   runPrepared,
+  alive,
   tables: CANONICAL_SCHEMA,
   ownership,
   stamp,
@@ -289,6 +317,8 @@ export const makePostgresStore = (
       location: displayLocation(urlOf(options)),
       readOnly: options.readOnly === true,
       packChunks: options.packChunks !== false,
+      // the pool is the store's own: it may keep every connection between operations
+      keepConnections: options.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
       ...(options.maxEventBytes === undefined ? {} : { maxEventBytes: options.maxEventBytes })
     }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
   })

@@ -88,6 +88,12 @@ export interface SqlDialect {
     params: ReadonlyArray<unknown>,
     result: StatementResult
   ) => Effect.Effect<unknown, SqlError>
+  /**
+   * Whether a connection the store kept reserved after an operation can serve another one (it is
+   * still connected). Defined where a store may keep connections between operations
+   * (`SqlStoreOptions.keepConnections`); a connection it cannot tell about is never kept.
+   */
+  readonly alive?: (conn: Connection) => boolean
   /** The canonical tables of the current schema version in creation order. */
   readonly tables: ReadonlyArray<{ readonly name: string; readonly sql: string }>
   /** In the schema transaction, first: what the database holds (and any lock the check needs). */

@@ -24,7 +24,7 @@ import {
 import { prepareDatabase, type SqlDialect, storeFailure } from "./SqlDialect.js"
 import { makeStore } from "./SqlQueries.js"
 import * as Operations from "./SqlStoreOperations.js"
-import { reserveForScope, reservePerOperation } from "./SqlTransaction.js"
+import { reserveForScope, reservePerOperation, reserveReusing } from "./SqlTransaction.js"
 
 /** Options of the SQL store (one interface for `makeSqlStore` and `layerSqlStore`). */
 export interface SqlStoreOptions {
@@ -43,6 +43,13 @@ export interface SqlStoreOptions {
    * row per event. Either layout reads back as the same events. Default `true`.
    */
   readonly packChunks?: boolean
+  /**
+   * The size of a pool the store owns, whose connections it then keeps reserved between
+   * operations instead of reserving one per operation (`SqlDialect.alive` tells whether a kept one
+   * still serves); at most that many operations run at once. A kept connection serves no one
+   * else: leave it undefined for a client shared with other code (one reservation per operation).
+   */
+  readonly keepConnections?: number
 }
 
 /**
@@ -61,6 +68,8 @@ export const makeSqlStore = (
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
     const lease = dialect.sharedConnection
       ? yield* reserveForScope(sql).pipe(Effect.mapError((e) => storeFailure(dialect, "open", e)))
+      : dialect.alive !== undefined && (options.keepConnections ?? 0) > 0
+      ? yield* reserveReusing(sql, options.keepConnections ?? 0, dialect.alive)
       : reservePerOperation(sql)
     const store = makeStore(sql, dialect, location, lease, layout, options.packChunks !== false)
     const span = { attributes: { "db.system.name": dialect.name } }
