@@ -2,17 +2,36 @@
  * The ACP agent through the SDK's in-process connection (ACP.md §2.6): truthful capabilities,
  * session/new and its cwd rule, prompts and their ordered output, stop reasons, one prompt in
  * flight, load (whole transcript before the answer), resume (no replay), list, modes and their
- * header changes, permissions (fail closed), multi-session demux.
+ * header changes, set_config_option's rejections, permissions (fail closed, allow always, a tool the
+ * mode does not offer), a store failure as an internal error, multi-session demux.
  */
 import * as acp from "@agentclientprotocol/sdk"
 import * as AiError from "@effect/ai/AiError"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as FileSystem from "@effect/platform/FileSystem"
+import * as TestClock from "effect/TestClock"
+import { layerJsonlStore } from "../../src/layers/JsonlStore.js"
 import { makeMemoryStore } from "../../src/layers/MemoryStore.js"
 import { MODE_EVENT } from "../../src/programs/acp/Acp.js"
 import { SessionStore, type SessionStoreShape } from "../../src/services/SessionStore.js"
-import { call, connect, waitFor, CWD, environment, expectError, headerReasons, say, storedEvents } from "./helpers.js"
+import {
+  call,
+  connect,
+  CWD,
+  environment,
+  expectError,
+  type Harness,
+  headerReasons,
+  say,
+  storedEvents,
+  waitFor
+} from "./helpers.js"
+
+/** The `data` of a JSON-RPC error: the rejection's message, and the library error's tag. */
+const dataOf = (e: acp.RequestError) => e.data as { readonly _tag?: string; readonly message?: string }
 
 const newSession = (h: { request: (m: string, p: unknown) => Effect.Effect<any, acp.RequestError> }) =>
   Effect.map(h.request("session/new", { cwd: CWD, mcpServers: [] }), (r) => r.sessionId as string)
@@ -272,14 +291,128 @@ describe("ACP agent (in-process)", () => {
       }).pipe(Effect.provide(env.layer))
     }))
 
-  it.scoped("session/list shows stored sessions with their cwd", () =>
+  it.scoped("gated tool allowed always: the session's later calls of that tool are not asked again; another session is", () =>
+    Effect.gen(function*() {
+      const env = environment([
+        call("w1", "write_file", { path: "1", text: "" }),
+        say("a"),
+        call("w2", "write_file", { path: "2", text: "" }),
+        say("b"),
+        call("w3", "write_file", { path: "3", text: "" }),
+        say("c")
+      ])
+      return yield* Effect.gen(function*() {
+        const answers: Array<string> = ["allow-always", "reject-once"]
+        const h = yield* connect({ permission: async () => ({ outcome: { outcome: "selected", optionId: answers.shift()! } }) })
+        const id = yield* newSession(h)
+        for (const n of [1, 2]) {
+          const answer = yield* h.request("session/prompt", { sessionId: id, prompt: [{ type: "text", text: `write ${n}` }] })
+          assert.strictEqual(answer.stopReason, "end_turn")
+        }
+        const other = yield* newSession(h)
+        yield* h.request("session/prompt", { sessionId: other, prompt: [{ type: "text", text: "write 3" }] })
+        const asked = h.frames.flatMap((f) => f.kind === "permission" ? [f.request.toolCall.toolCallId] : [])
+        assert.deepStrictEqual(asked, ["w1", "w3"])
+        assert.deepStrictEqual(env.written, ["1", "2"])
+        const statuses = h.updates(id).filter((u) => u.sessionUpdate === "tool_call_update" && u.status !== "in_progress")
+          .map((u: any) => [u.toolCallId, u.status])
+        assert.deepStrictEqual(statuses, [["w1", "completed"], ["w2", "completed"]])
+      }).pipe(Effect.provide(env.layer))
+    }))
+
+  it.scoped("a tool the mode no longer offers is denied without asking: the client sees it failed, its body never runs", () =>
+    Effect.gen(function*() {
+      // one step calls write_file twice; while the first call is being asked about, the user
+      // switches to plan mode (read_file only): the second call is denied before any question
+      const env = environment([
+        [
+          { type: "tool-call", id: "w1", name: "write_file", params: { path: "1", text: "" } },
+          { type: "tool-call", id: "w2", name: "write_file", params: { path: "2", text: "" } },
+          { type: "finish", reason: "tool-calls" }
+        ],
+        say("ok")
+      ])
+      return yield* Effect.gen(function*() {
+        let h: Harness | undefined
+        h = yield* connect({
+          permission: async (request) => {
+            await h!.connection.agent.request("session/set_mode", { sessionId: request.sessionId, modeId: "plan" })
+            return { outcome: { outcome: "selected", optionId: "allow-once" } }
+          }
+        })
+        const id = yield* newSession(h)
+        const answer = yield* h.request("session/prompt", { sessionId: id, prompt: [{ type: "text", text: "write" }] })
+        assert.strictEqual(answer.stopReason, "end_turn")
+        const asked = h.frames.flatMap((f) => f.kind === "permission" ? [f.request.toolCall.toolCallId] : [])
+        assert.deepStrictEqual(asked, ["w1"])
+        assert.deepStrictEqual(env.written, ["1"])
+        const settled = h.updates(id).filter((u) => u.sessionUpdate === "tool_call_update" && u.status !== "in_progress") as Array<any>
+        assert.deepStrictEqual(settled.map((u) => [u.toolCallId, u.status]), [["w1", "completed"], ["w2", "failed"]])
+        assert.match(settled[1].content[0].content.text, /not available in plan mode/)
+        const codes = (yield* storedEvents(id)).filter((e) => e.type === "tool/result").map((e) => (e.data as any).error?.code)
+        assert.deepStrictEqual(codes, [undefined, "TOOL_NOT_OFFERED"])
+      }).pipe(Effect.provide(env.layer))
+    }))
+
+  it.scoped("set_config_option: an unknown option id and a non-string value are invalid params naming the problem; nothing is logged", () =>
     Effect.gen(function*() {
       const h = yield* connect()
       const id = yield* newSession(h)
+      const unknown = yield* expectError(
+        h.request("session/set_config_option", { sessionId: id, configId: "colour", value: "blue" }),
+        -32602
+      )
+      assert.strictEqual(dataOf(unknown).message, `session ${id}: unknown config option "colour"`)
+      const boolean = yield* expectError(
+        h.request("session/set_config_option", { sessionId: id, configId: "mode", type: "boolean", value: true }),
+        -32602
+      )
+      assert.strictEqual(dataOf(boolean).message, `session ${id}: the mode option takes a mode id`)
+      const mode = yield* expectError(
+        h.request("session/set_config_option", { sessionId: id, configId: "mode", value: "nope" }),
+        -32602
+      )
+      assert.strictEqual(dataOf(mode).message, `session ${id}: unknown mode "nope"`)
+      yield* expectError(h.request("session/set_config_option", { sessionId: "nope", configId: "mode", value: "plan" }), -32002)
+      assert.isFalse(h.frames.some((f) => f.kind === "update"), "no mode update")
+      yield* h.request("session/prompt", { sessionId: id, prompt: [{ type: "text", text: "x" }] })
+      const events = yield* storedEvents(id)
+      assert.strictEqual(events.filter((e) => e.type === MODE_EVENT).length, 0)
+    }).pipe(Effect.provide(environment([say("a")]).layer)))
+
+  it.scoped("a store failure is a JSON-RPC internal error (-32603) carrying its tag (a JSONL store whose directory is gone)", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const root = yield* fs.makeTempDirectoryScoped()
+      const env = environment([], { store: layerJsonlStore({ root }).pipe(Layer.provide(NodeContext.layer)) })
+      yield* Effect.gen(function*() {
+        const h = yield* connect()
+        const id = yield* newSession(h)
+        // a file now stands where the store's directory was: every read and write of it fails
+        yield* fs.remove(root, { recursive: true })
+        yield* fs.writeFileString(root, "not a directory")
+        const failed = yield* expectError(h.request("session/prompt", { sessionId: id, prompt: [{ type: "text", text: "x" }] }), -32603)
+        assert.strictEqual(dataOf(failed)._tag, "StoreFailure", JSON.stringify(failed))
+        const listed = yield* expectError(h.request("session/list", {}), -32603)
+        assert.strictEqual(dataOf(listed)._tag, "StoreFailure", JSON.stringify(listed))
+        assert.match(String(dataOf(listed).message), /store failure in list/)
+      }).pipe(Effect.provide(env.layer))
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("session/list shows stored sessions with their cwd, dated by their last event", () =>
+    Effect.gen(function*() {
+      const h = yield* connect()
+      const id = yield* newSession(h)
+      yield* TestClock.adjust("1 minute")
       yield* h.request("session/prompt", { sessionId: id, prompt: [{ type: "text", text: "x" }] })
       const listed = yield* h.request("session/list", {})
-      assert.deepStrictEqual(listed.sessions.map((s: any) => [s.sessionId, s.cwd]), [[id, CWD]])
+      assert.deepStrictEqual(listed.sessions.map((s: any) => [s.sessionId, s.cwd, s.updatedAt]), [[id, CWD, "1970-01-01T00:01:00.000Z"]])
       const other = yield* h.request("session/list", { cwd: "/elsewhere" })
       assert.deepStrictEqual(other.sessions, [])
+      // from another connection (the session not open there) the log says the same
+      yield* TestClock.adjust("1 minute")
+      const second = yield* connect()
+      const again = yield* second.request("session/list", { cwd: CWD })
+      assert.deepStrictEqual(again.sessions.map((s: any) => s.updatedAt), ["1970-01-01T00:01:00.000Z"])
     }).pipe(Effect.provide(environment([say("a")]).layer)))
 })

@@ -2,7 +2,8 @@
  * `session/cancel` through the SDK's in-process connection (ACP.md §1.2, §2.4): mid-stream,
  * mid-tool and during a pending permission request the prompt answers `cancelled` after its
  * updates, the log is balanced (`turn/end` aborted), an idle cancel does not affect the next
- * prompt, and a cancelled prompt's late turn end never settles the next prompt.
+ * prompt, a cancelled prompt's late turn end never settles the next prompt, and a prompt sent while
+ * a cancelled one is still settling waits for it (or is cancelled itself by a later cancel).
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Deferred from "effect/Deferred"
@@ -100,6 +101,63 @@ describe("ACP session/cancel", () => {
       assert.deepStrictEqual(answers, ["end_turn", "cancelled", "end_turn"])
       assert.deepStrictEqual(yield* turnEnds(id), ["completed", "aborted", "completed"])
     }).pipe(Effect.provide(environment([say("one"), [{ type: "text", text: "slow " }, { type: "hang" }], say("three")]).layer)))
+
+  it.scoped("a prompt sent while a cancelled one is still settling waits for it; each is answered by its own turn", () =>
+    Effect.gen(function*() {
+      const reached = yield* Deferred.make<void>()
+      const cleanup = { begun: yield* Deferred.make<void>(), done: yield* Deferred.make<void>() }
+      return yield* Effect.gen(function*() {
+        const h = yield* connect()
+        const id = yield* start(h)
+        const other = yield* start(h)
+        const first = yield* Effect.fork(prompt(h, id, "wait"))
+        yield* Deferred.await(reached)
+        yield* h.notify("session/cancel", { sessionId: id })
+        yield* Deferred.await(cleanup.begun) // the cancel was taken: the tool winds down, the turn has not ended
+        const second = yield* Effect.fork(prompt(h, id, "next"))
+        // a later request answered: the agent has taken up the second prompt (requests start in order)
+        yield* h.request("session/set_mode", { sessionId: other, modeId: "plan" })
+        const answers = () => h.frames.flatMap((f) => f.kind === "response" && f.method === "session/prompt" ? [f] : [])
+        assert.deepStrictEqual(answers(), [], "the cancelled prompt is still settling, the next one waits")
+        yield* Deferred.succeed(cleanup.done, undefined)
+        assert.deepStrictEqual(yield* first.await.pipe(Effect.flatten), { stopReason: "cancelled" })
+        assert.deepStrictEqual(yield* second.await.pipe(Effect.flatten), { stopReason: "end_turn" })
+        // the client saw: the cancelled call settled, its answer, then the next turn's output, its answer
+        const seen = h.frames.flatMap((f) =>
+          f.kind === "response" && f.method === "session/prompt" ? [`answer ${(f.result as any).stopReason}`] :
+          f.kind === "update" && f.sessionId === id && f.update.sessionUpdate === "tool_call_update" ? [`tool ${f.update.status}`] :
+          f.kind === "update" && f.sessionId === id && f.update.sessionUpdate === "agent_message_chunk" ? [`text ${(f.update.content as any).text}`] :
+          []
+        )
+        assert.deepStrictEqual(seen, ["tool in_progress", "tool failed", "answer cancelled", "text afterwards", "answer end_turn"])
+        assert.deepStrictEqual(yield* turnEnds(id), ["aborted", "completed"])
+      }).pipe(Effect.provide(environment([call("s1", "slow", {}), say("afterwards")], { reached, cleanup }).layer))
+    }))
+
+  it.scoped("a cancel received while a prompt waits for a cancelled one to settle cancels the waiting prompt: it never runs", () =>
+    Effect.gen(function*() {
+      const reached = yield* Deferred.make<void>()
+      const cleanup = { begun: yield* Deferred.make<void>(), done: yield* Deferred.make<void>() }
+      return yield* Effect.gen(function*() {
+        const h = yield* connect()
+        const id = yield* start(h)
+        const other = yield* start(h)
+        const first = yield* Effect.fork(prompt(h, id, "wait"))
+        yield* Deferred.await(reached)
+        yield* h.notify("session/cancel", { sessionId: id })
+        yield* Deferred.await(cleanup.begun)
+        const second = yield* Effect.fork(prompt(h, id, "next"))
+        yield* h.request("session/set_mode", { sessionId: other, modeId: "plan" })
+        yield* h.notify("session/cancel", { sessionId: id })
+        yield* h.request("session/set_mode", { sessionId: other, modeId: "code" }) // the cancel was taken
+        yield* Deferred.succeed(cleanup.done, undefined)
+        assert.deepStrictEqual(yield* first.await.pipe(Effect.flatten), { stopReason: "cancelled" })
+        assert.deepStrictEqual(yield* second.await.pipe(Effect.flatten), { stopReason: "cancelled" })
+        assert.deepStrictEqual(yield* turnEnds(id), ["aborted"])
+        const users = (yield* storedEvents(id)).filter((e) => e.type === "user/message").map((e) => (e.data as any).content[0].text)
+        assert.deepStrictEqual(users, ["wait"])
+      }).pipe(Effect.provide(environment([call("s1", "slow", {})], { reached, cleanup }).layer))
+    }))
 
   it.scoped("disconnect tears the sessions down: the running turn ends and is flushed", () =>
     Effect.gen(function*() {

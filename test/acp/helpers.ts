@@ -1,6 +1,6 @@
 /**
  * Shared fixtures of the ACP adapter tests: a toolkit (a read-only tool, a gated write, a tool that
- * hangs), the agent's layers over one store, and an in-process SDK client that records every
+ * hangs until interrupted, optionally with a slow cleanup), the agent's layers over one store, and an in-process SDK client that records every
  * `session/update` and every response in arrival order.
  */
 import * as acp from "@agentclientprotocol/sdk"
@@ -38,13 +38,28 @@ export const CWD = "/work/project"
 export const system = "You are a careful test agent."
 export const route = { provider: "scripted", model: "test-model", maxTokens: 1024 }
 
+/**
+ * How an interrupted `slow` tool winds down: it completes `begun`, then waits for `done` (a tool
+ * whose cleanup takes a while, e.g. stopping a subprocess).
+ */
+export interface SlowCleanup {
+  readonly begun: Deferred.Deferred<void>
+  readonly done: Deferred.Deferred<void>
+}
+
 /** Files the tools see; `written` records the bodies that actually ran. */
-export const makeTools = (reached?: Deferred.Deferred<void>) => {
+export const makeTools = (reached?: Deferred.Deferred<void>, cleanup?: SlowCleanup) => {
   const written: Array<string> = []
   const layer = toolkit.toLayer({
     read_file: ({ path }) => Effect.succeed(`contents of ${path}`),
     write_file: ({ path }) => Effect.sync(() => (written.push(path), `wrote ${path}`)),
-    slow: () => (reached === undefined ? Effect.void : Deferred.succeed(reached, undefined)).pipe(Effect.zipRight(Effect.never))
+    slow: () =>
+      (reached === undefined ? Effect.void : Deferred.succeed(reached, undefined)).pipe(
+        Effect.zipRight(Effect.never),
+        Effect.onInterrupt(() =>
+          cleanup === undefined ? Effect.void : Effect.zipRight(Deferred.succeed(cleanup.begun, undefined), Deferred.await(cleanup.done))
+        )
+      )
   })
   return { layer, written }
 }
@@ -65,9 +80,13 @@ export const agentOptions: Acp.AcpAgentOptions<typeof toolkit.tools> = {
 /** The agent's environment over `store`: session factory, scripted model, snapshotter, ids, tools. */
 export const environment = (
   scripts: ReadonlyArray<CallScript>,
-  options: { readonly store?: Layer.Layer<SessionStore>; readonly reached?: Deferred.Deferred<void> } = {}
+  options: {
+    readonly store?: Layer.Layer<SessionStore>
+    readonly reached?: Deferred.Deferred<void>
+    readonly cleanup?: SlowCleanup
+  } = {}
 ) => {
-  const tools = makeTools(options.reached)
+  const tools = makeTools(options.reached, options.cleanup)
   const store = options.store ?? layerMemoryStore()
   const layer = Layer.mergeAll(
     Acp.layerSessionFactory({ create: SessionLive.create, open: SessionLive.open }),

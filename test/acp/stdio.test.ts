@@ -1,8 +1,9 @@
 /**
  * The `session-log acp` command through a real stdio subprocess with the SDK's own client
  * (ACP.md §1.5, §2.6): a session created, prompted (a plain answer, a gated tool allowed by the
- * client), the process closed by ending stdin, then a second process loads the session and
- * replays it. Every line the process wrote on stdout is a JSON-RPC frame.
+ * client), the process closed by ending stdin, then a second process loads and replays it and
+ * runs tools whose call ids the replay does not have. Every line the process wrote on stdout is a
+ * JSON-RPC frame.
  */
 import * as acp from "@agentclientprotocol/sdk"
 import { assert, describe, it } from "@effect/vitest"
@@ -118,6 +119,19 @@ describe("session-log acp over stdio", () => {
         "agent_message_chunk"
       ]
     )
+    // live tool calls of the second process get ids the replay does not have: an editor adds cards
+    const toolIds = (updates: ReadonlyArray<acp.SessionNotification>) =>
+      updates.flatMap((n) => n.update.sessionUpdate === "tool_call" ? [n.update.toolCallId] : [])
+    const replayed = toolIds(second.updates)
+    assert.strictEqual(replayed.length, 1)
+    const replayCount = second.updates.length
+    for (const text of ["list", "echo once more"]) {
+      const answer = await second.connection.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] })
+      assert.strictEqual(answer.stopReason, "end_turn")
+    }
+    const live = toolIds(second.updates.slice(replayCount))
+    assert.strictEqual(live.length, 2)
+    assert.strictEqual(new Set([...replayed, ...live]).size, 3, JSON.stringify([replayed, live]))
     assert.strictEqual(await stop(second), 0)
     assertOnlyFrames(second)
   }, SLOW)

@@ -2,9 +2,10 @@
  * The ACP agent (ACP.md §2.3–§2.4): an SDK 2.x `AgentApp` whose handlers run on the captured
  * Effect runtime — `initialize` (only what is true), `session/new`, `session/load` (repair on open,
  * then the whole transcript as awaited updates, then the answer), `session/resume` (no replay),
- * `session/list`, `session/prompt` (one in flight per session, answered after its updates
- * drained), `session/cancel`, `session/set_mode` and `session/set_config_option` (durable
- * log-only switches that take effect at the next model call). Disconnect and scope close share
+ * `session/list` (dated by each session's last event), `session/prompt` (one in flight per session,
+ * answered after its updates drained; one sent while a cancelled one settles waits for it),
+ * `session/cancel`, `session/set_mode` and `session/set_config_option` (durable log-only switches
+ * that take effect at the next model call). Disconnect and scope close share
  * one teardown: prompts interrupted, outbound queues stopped, handles closed (flushed).
  */
 import * as acp from "@agentclientprotocol/sdk"
@@ -13,12 +14,13 @@ import type * as Tool from "@effect/ai/Tool"
 import type * as Toolkit from "@effect/ai/Toolkit"
 import * as Cause from "effect/Cause"
 import * as Data from "effect/Data"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Runtime from "effect/Runtime"
 import * as Scope from "effect/Scope"
-import { isAbsolutePath } from "../../schema/SessionHeader.js"
+import { isAbsolutePath, type SessionHeader } from "../../schema/SessionHeader.js"
 import type { HeaderSnapshotter } from "../../services/HeaderSnapshotter.js"
 import { nextId } from "../../services/IdGenerator.js"
 import { Session, type SessionShape } from "../../services/Session.js"
@@ -39,7 +41,14 @@ import {
 import { permissionGate } from "./AcpPermission.js"
 import { defaultPresenter, projectTranscript, type ToolPresenter } from "./AcpProjection.js"
 import { PROMPT_CAPABILITIES, promptText, stopReasonOf } from "./AcpPrompt.js"
-import { type AcpSession, sendAll, SessionFactory, type SessionPersistence, startOutbound } from "./AcpSessions.js"
+import {
+  type AcpSession,
+  type InFlight,
+  sendAll,
+  SessionFactory,
+  type SessionPersistence,
+  startOutbound
+} from "./AcpSessions.js"
 
 /** A streamed read stopped at the header (`storedCwd`). */
 class HeaderRead extends Data.TaggedClass("HeaderRead")<{ readonly cwd: string | undefined }> {}
@@ -133,16 +142,19 @@ export const makeAgentApp = <Tools extends Record<string, Tool.Any>>(
       })
 
     const closeEntry = (entry: AcpSession) =>
-      Effect.gen(function*() {
+      Effect.suspend(() => {
         if (sessions.get(entry.id) === entry) sessions.delete(entry.id)
-        if (entry.prompt !== undefined) yield* Fiber.interrupt(entry.prompt.fiber)
-        yield* Scope.close(entry.scope, Exit.void)
+        return entry.close
       })
 
-    /** One teardown for disconnect and scope close. */
+    /**
+     * One teardown for disconnect and scope close. Best effort per session, as a handle's own close
+     * is: a session whose close fails (its store broke) neither stops the others from flushing nor
+     * fails the agent's scope.
+     */
     const teardown = Effect.suspend(() => {
       const entries = [...sessions.values()].filter((e): e is AcpSession => e !== "reserved")
-      return Effect.forEach(entries, closeEntry, { discard: true, concurrency: "unbounded" })
+      return Effect.forEach(entries, (entry) => Effect.exit(closeEntry(entry)), { discard: true, concurrency: "unbounded" })
     })
     yield* Effect.addFinalizer(() => teardown)
 
@@ -168,7 +180,15 @@ export const makeAgentApp = <Tools extends Record<string, Tool.Any>>(
             offered: () => composition(options.system, modes, entry?.mode ?? mode).tools
           })
         })
-        entry = { id, session, scope, loop, mode, allowAlways: new Set(), prompt: undefined, drain }
+        // once: a disconnect and the scope's close both tear down, maybe at the same time (the second
+        // waits for the first instead of closing a scope that is being closed)
+        const close = yield* Effect.cached(Effect.suspend(() =>
+          Effect.zipRight(
+            entry?.prompt === undefined ? Effect.void : Fiber.interrupt(entry.prompt.fiber),
+            Scope.close(scope, Exit.void)
+          )
+        ))
+        entry = { id, session, scope, loop, mode, allowAlways: new Set(), prompt: undefined, cancels: 0, drain, close }
         sessions.set(id, entry)
         return entry
       })
@@ -217,6 +237,27 @@ export const makeAgentApp = <Tools extends Record<string, Tool.Any>>(
         return { session: opened.value, scope }
       })
 
+    /**
+     * When a session was last active: the time of its last event (of the handle when it is open on
+     * this connection, unflushed events included; else a streamed read that keeps nothing but that
+     * time), its creation when it has none; unknown when its log cannot be read.
+     */
+    const lastActivity = (header: SessionHeader): Effect.Effect<number | undefined> =>
+      Effect.suspend(() => {
+        const entry = sessions.get(header.id)
+        if (entry !== undefined && entry !== "reserved") {
+          return Effect.map(entry.session.events, (events) => events.at(-1)?.time ?? header.createdAt)
+        }
+        let last: number = header.createdAt
+        return store.loadEach(header.id, {
+          onEvents: (events) =>
+            Effect.sync(() => {
+              const time = (events.at(-1) as { readonly time?: unknown } | undefined)?.time
+              if (typeof time === "number") last = time
+            })
+        }).pipe(Effect.map((): number | undefined => last), Effect.orElseSucceed(() => undefined))
+      })
+
     const answerModes = (mode: string) => ({ modes: modeState(modes, mode), configOptions: configOptions(modes, mode) })
 
     /** A mode switch: a durable log-only event, in force from the next model call. */
@@ -234,23 +275,30 @@ export const makeAgentApp = <Tools extends Record<string, Tool.Any>>(
     const prompt = (params: acp.PromptRequest) =>
       Effect.gen(function*() {
         const entry = yield* lookup(params.sessionId)
-        if (entry.prompt !== undefined) return yield* invalidParams("a prompt is already running in this session", entry.id)
         const text = promptText(params.prompt, entry.id)
         if (text instanceof AcpRejected) return yield* text
+        // a prompt sent while a cancelled one is still settling (its tools winding down, its turn end
+        // being written) waits for it, as the client already let that prompt go; a cancel received
+        // meanwhile is this prompt's, which then never runs
+        const cancels = entry.cancels
+        while (entry.prompt !== undefined && entry.prompt.cancelled) yield* Deferred.await(entry.prompt.settled)
+        if (entry.cancels !== cancels) return { stopReason: "cancelled" } satisfies acp.PromptResponse
+        if (entry.prompt !== undefined) return yield* invalidParams("a prompt is already running in this session", entry.id)
         const before = (yield* entry.session.events).length
         const fiber = yield* entry.loop.runTurn([{ type: "user", content: text }]).pipe(
           Effect.provideService(Session, entry.session),
           Effect.forkIn(entry.scope)
         ) as Effect.Effect<Fiber.RuntimeFiber<AgentLoop.TurnResult, AgentLoop.AgentError>>
-        const inFlight = { fiber, cancelled: false }
+        const inFlight: InFlight = { fiber, cancelled: false, settled: yield* Deferred.make<void>() }
         entry.prompt = inFlight
         // this prompt awaits its own turn only: a late end of a cancelled turn cannot settle another
         const exit = yield* Effect.gen(function*() {
           const exit = yield* Fiber.await(fiber).pipe(Effect.onInterrupt(() => Fiber.interrupt(fiber)))
           yield* entry.drain // the answer follows every update of the turn
           return exit
-        }).pipe(Effect.ensuring(Effect.sync(() => {
+        }).pipe(Effect.ensuring(Effect.suspend(() => {
           if (entry.prompt === inFlight) entry.prompt = undefined
+          return Deferred.done(inFlight.settled, Exit.void)
         })))
         if (Exit.isFailure(exit)) {
           if (Cause.isInterruptedOnly(exit.cause)) return { stopReason: "cancelled" } satisfies acp.PromptResponse
@@ -327,12 +375,13 @@ export const makeAgentApp = <Tools extends Record<string, Tool.Any>>(
         }).pipe(Effect.withSpan("Acp.resumeSession"))))
       .onRequest(acp.methods.agent.session.list, ({ params }) =>
         run(Effect.gen(function*() {
-          const headers = yield* store.list()
-          const listed: Array<acp.SessionInfo> = []
-          for (const h of headers) {
-            if (h.cwd === undefined || (params.cwd != null && params.cwd !== h.cwd)) continue
-            listed.push({ sessionId: h.id, cwd: h.cwd, updatedAt: new Date(h.createdAt).toISOString() })
-          }
+          const headers = (yield* store.list()).filter((h) => h.cwd !== undefined && (params.cwd == null || params.cwd === h.cwd))
+          const listed = yield* Effect.forEach(headers, (h) =>
+            Effect.map(lastActivity(h), (time): acp.SessionInfo => ({
+              sessionId: h.id,
+              cwd: h.cwd!,
+              ...(time === undefined ? {} : { updatedAt: new Date(time).toISOString() })
+            })), { concurrency: 4 })
           return { sessions: listed } satisfies acp.ListSessionsResponse
         })))
       .onRequest(acp.methods.agent.session.prompt, ({ params }) =>
@@ -341,7 +390,9 @@ export const makeAgentApp = <Tools extends Record<string, Tool.Any>>(
         run(Effect.suspend(() => {
           // unknown sessions and idle cancels are ignored; only the prompt in flight is interrupted
           const entry = sessions.get(params.sessionId)
-          if (entry === undefined || entry === "reserved" || entry.prompt === undefined) return Effect.void
+          if (entry === undefined || entry === "reserved") return Effect.void
+          entry.cancels++
+          if (entry.prompt === undefined) return Effect.void
           entry.prompt.cancelled = true
           return Effect.asVoid(Fiber.interruptFork(entry.prompt.fiber))
         })))

@@ -8,6 +8,7 @@
  */
 import * as acp from "@agentclientprotocol/sdk"
 import * as Context from "effect/Context"
+import type * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
@@ -66,6 +67,8 @@ export const layerSessionFactory = (constructors: SessionConstructors): Layer.La
 export interface InFlight {
   readonly fiber: Fiber.RuntimeFiber<TurnResult, AgentError>
   cancelled: boolean
+  /** Completed when the prompt is ready to answer: its turn ended and its updates were sent. */
+  readonly settled: Deferred.Deferred<void>
 }
 
 /** One session on a connection. */
@@ -75,11 +78,15 @@ export interface AcpSession {
   readonly scope: Scope.CloseableScope
   readonly loop: AgentLoop<any>
   mode: string
-  /** Tools the user allowed for the rest of this connection (`allow_always`). */
+  /** Tools the user allowed for the rest of this session on this connection (`allow_always`). */
   readonly allowAlways: Set<string>
   prompt: InFlight | undefined
+  /** How many `session/cancel`s the session received (a prompt waiting its turn is cancelled by a later one). */
+  cancels: number
   /** Wait until the updates of every event committed so far were sent. */
   readonly drain: Effect.Effect<void>
+  /** Interrupt the prompt in flight and close the session's scope (flushing it); once, however often called. */
+  readonly close: Effect.Effect<void>
 }
 
 /** Send one update and wait for the transport; a closed connection drops it. */

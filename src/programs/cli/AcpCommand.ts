@@ -23,6 +23,7 @@ import { pathToFileURL } from "node:url"
 import * as HeaderSnapshotterLive from "../../layers/HeaderSnapshotterLive.js"
 import { type CallScript, makeScriptedLanguageModel } from "../../layers/ScriptedLanguageModel.js"
 import * as SessionLive from "../../layers/SessionLive.js"
+import { nextId } from "../../services/IdGenerator.js"
 import { SessionStore } from "../../services/SessionStore.js"
 import { layerSessionFactory, serveStdio } from "../acp/Acp.js"
 import { resolveSpec, runCommand, store } from "./CommandSupport.js"
@@ -55,22 +56,23 @@ const lastUserText = (prompt: Prompt.Prompt): string => {
   return last.content.flatMap((p) => p.type === "text" ? [p.text] : []).join("\n")
 }
 
-let calls = 0
-
-/** The script of the next call, from the request: tool rounds, then an answer. */
-const scriptFor = (prompt: Prompt.Prompt): CallScript => {
+/**
+ * The script of the next call, from the request: tool rounds, then an answer. `callId` names a
+ * tool call: it must be unique in the session across processes (an editor keys its tool cards by
+ * it, and a loaded session replays the earlier ones), so it comes from the `IdGenerator`.
+ */
+const scriptFor = (prompt: Prompt.Prompt, callId: string): CallScript => {
   const last = prompt.content[prompt.content.length - 1]
   if (last?.role === "tool") {
     return [{ type: "text", text: "Done: the tool result is above." }, { type: "finish", reason: "stop" }]
   }
   const text = lastUserText(prompt).trim()
-  const id = `call-${++calls}`
   if (/^list\b/i.test(text)) {
-    return [{ type: "tool-call", id, name: "list_files", params: {} }, { type: "finish", reason: "tool-calls" }]
+    return [{ type: "tool-call", id: callId, name: "list_files", params: {} }, { type: "finish", reason: "tool-calls" }]
   }
   const echo = /^echo\s+([\s\S]+)$/i.exec(text)
   if (echo !== null) {
-    return [{ type: "tool-call", id, name: "echo", params: { text: echo[1] } }, { type: "finish", reason: "tool-calls" }]
+    return [{ type: "tool-call", id: callId, name: "echo", params: { text: echo[1] } }, { type: "finish", reason: "tool-calls" }]
   }
   return [
     { type: "reasoning", text: "The keyless scripted model answers with an echo. " },
@@ -88,7 +90,7 @@ const keylessModel = Layer.effect(
   Effect.gen(function*() {
     const { handle, model } = yield* makeScriptedLanguageModel({ scripts: [], requireConsumed: false })
     const feed = (options: { readonly prompt: Prompt.RawInput }) =>
-      handle.push(scriptFor(options.prompt as Prompt.Prompt))
+      Effect.flatMap(nextId, (id) => handle.push(scriptFor(options.prompt as Prompt.Prompt, `call-${id}`)))
     return {
       ...model,
       streamText: (options) => Stream.unwrap(Effect.as(feed(options), model.streamText(options))),

@@ -183,7 +183,8 @@ export const runScenario = (options: {
         })
       const factory: Acp.SessionFactoryShape = {
         create: (o) => SessionLive.create(o).pipe(Effect.provideService(SessionStore, view), Effect.tap(register)),
-        open: (id) => SessionLive.open(id).pipe(Effect.provideService(SessionStore, view), Effect.tap(register))
+        // options (persistence) pass through: the harness runs the sessions as production does
+        open: (id, o) => SessionLive.open(id, o).pipe(Effect.provideService(SessionStore, view), Effect.tap(register))
       }
       const app = yield* Acp.makeAgentApp(agentOptions).pipe(
         Effect.provide(services),
