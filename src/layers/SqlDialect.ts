@@ -120,9 +120,10 @@ export type OpenMode = "write" | "read-only"
  * creates the tables and the stamp (S4: an interrupted first open leaves the database pristine) or
  * migrates the rows to version 2 (atomically: an interrupted migration leaves version 1). A foreign
  * database is refused and nothing in it is modified. A read-only open writes nothing: it reads a
- * version-1 database as it is and refuses a pristine one.
+ * version-1 database as it is and refuses a pristine one. `pack`: the migration writes chunk runs
+ * as packed rows, as the store's appends do (`SqlMigrate`).
  */
-export const ensureSchema = (dialect: SqlDialect, mode: OpenMode, location: string): SchemaStep =>
+export const ensureSchema = (dialect: SqlDialect, mode: OpenMode, location: string, pack: boolean): SchemaStep =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const run = <A, E>(begin: string, step: Effect.Effect<A, E, SqlClient.SqlClient>) =>
@@ -148,7 +149,7 @@ export const ensureSchema = (dialect: SqlDialect, mode: OpenMode, location: stri
         if (found === "pristine") {
           for (const table of dialect.tables) yield* sql.unsafe(table.sql)
         } else if (found === "older") {
-          yield* migrateToVersion2(dialect)
+          yield* migrateToVersion2(dialect, pack)
         } else {
           return yield* found
         }
@@ -161,15 +162,16 @@ export const ensureSchema = (dialect: SqlDialect, mode: OpenMode, location: stri
 /**
  * Open a database for the store: the dialect's open around `ensureSchema`, on the client without
  * name transforms (pragma and catalogue rows keep their names whatever the client was built with);
- * the layout of its event rows.
+ * the layout of its event rows. `pack` as in `ensureSchema`.
  */
 export const prepareDatabase = (
   dialect: SqlDialect,
   mode: OpenMode,
-  location: string
+  location: string,
+  pack: boolean
 ): Effect.Effect<RowLayout, StoreSchemaMismatch | StoreFailure, SqlClient.SqlClient> =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    dialect.open(ensureSchema(dialect, mode, location)).pipe(
+    dialect.open(ensureSchema(dialect, mode, location, pack)).pipe(
       Effect.provideService(SqlClient.SqlClient, sql.withoutTransforms())
     ))
 

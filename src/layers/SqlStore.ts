@@ -39,8 +39,9 @@ export interface SqlStoreOptions {
    */
   readonly readOnly?: boolean
   /**
-   * Runs of streamed delta chunks in an append as packed rows (SPEC Appendix A); `false` writes one
-   * row per event. Either layout reads back as the same events. Default `true`.
+   * Runs of streamed delta chunks in an append, and in the migration of a version-1 database, as
+   * packed rows (SPEC Appendix A); `false` writes one row per event. Either layout reads back as
+   * the same events. Default `true`.
    */
   readonly packChunks?: boolean
   /**
@@ -63,7 +64,7 @@ export const makeSqlStore = (
   Effect.gen(function*() {
     const { dialect, location } = options
     const batchOptions = options.maxEventBytes === undefined ? {} : { maxEventBytes: options.maxEventBytes }
-    const layout = yield* prepareDatabase(dialect, options.readOnly === true ? "read-only" : "write", location)
+    const layout = yield* prepareDatabase(dialect, options.readOnly === true ? "read-only" : "write", location, options.packChunks !== false)
     // rows keep their snake_case column names whatever transforms the client was built with
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
     const lease = dialect.sharedConnection

@@ -43,8 +43,9 @@ export interface SqliteStoreOptions {
    */
   readonly readOnly?: boolean
   /**
-   * Runs of streamed delta chunks in an append as packed rows (SPEC Appendix A, README "SQL schema
-   * version 2"); `false` writes one row per event. Default `true`.
+   * Runs of streamed delta chunks in an append, and in the migration of a version-1 database, as
+   * packed rows (SPEC Appendix A, README "SQL schema version 2"); `false` writes one row per event.
+   * Default `true`.
    */
   readonly packChunks?: boolean
 }
@@ -359,7 +360,12 @@ export const openDatabase = (
   Effect.gen(function*() {
     yield* busyTimeoutOf(options)
     const { sql } = yield* sqliteClient(options)
-    yield* prepareDatabase(sqliteDialect(options), options.readOnly === true ? "read-only" : "write", options.filename).pipe(
+    yield* prepareDatabase(
+      sqliteDialect(options),
+      options.readOnly === true ? "read-only" : "write",
+      options.filename,
+      options.packChunks !== false
+    ).pipe(
       Effect.provideService(SqlClient.SqlClient, sql)
     )
     return sql

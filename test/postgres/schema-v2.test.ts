@@ -16,7 +16,18 @@ import type { Event } from "../../src/schema/Events.js"
 import type { SessionStoreShape } from "../../src/services/SessionStore.js"
 import { snapshot } from "../helpers/postgres.js"
 import { anyValidLog, asEvents } from "../arbitraries.js"
-import { eventRow, expectedRows, LONG_TEXT, readRow, ROW_COLUMNS, V1_BACKUP, v1Sessions } from "../sqlite/rows.js"
+import {
+  copiedRow,
+  eventRow,
+  expectedRows,
+  LONG_TEXT,
+  migratedRows,
+  readRow,
+  ROW_COLUMNS,
+  V1_BACKUP,
+  v1Sessions,
+  v1StreamedSessions
+} from "../sqlite/rows.js"
 import { partition } from "../store-contract/contract.js"
 import { blockedBy, createV1Postgres, describePg, freshUrl, query, rawClient } from "./helpers.js"
 
@@ -98,13 +109,9 @@ describePg("PostgreSQL: SQL schema version 2", () => {
         { application: "effect-session-log", schema_version: SCHEMA_VERSION }
       ])
       assert.deepStrictEqual(yield* tables(raw), ["event_rows", "session_backups", "session_log_meta", "sessions"])
-      for (const s of sessions) {
-        const rows = yield* storedRows(raw, s.id)
-        assert.deepStrictEqual(
-          rows.map((r) => [r.seq, r.members, r.type, r.time, r.payload, r.provenance, r.surface_op, r.ignorable]),
-          s.rows.map((r) => [r.seq, 1, r.type, r.time, r.data, r.source_event_seqs, r.surface_op, r.ignorable ? true : null])
-        )
-      }
+      // every row copied one to one, its texts kept exactly, but for the chunk run of chat (one packed row)
+      for (const s of sessions) assert.deepStrictEqual(yield* storedRows(raw, s.id), migratedRows(s, true))
+      assert.deepStrictEqual((yield* storedRows(raw, "chat"))[3].members, 4)
       const chat = yield* query(
         raw,
         "SELECT seq, data IS NULL AS compressed, source_event_seqs FROM event_rows WHERE session_id = 'chat' AND source_event_seqs IS NOT NULL ORDER BY seq"
@@ -115,13 +122,42 @@ describePg("PostgreSQL: SQL schema version 2", () => {
         { seq: "9", compressed: false, source_event_seqs: Buffer.from("\u0001[6,2]") },
         { seq: "10", compressed: false, source_event_seqs: Buffer.from("\u0001[ 1, 2 ]") }
       ])
-      assert.strictEqual((yield* storedRows(raw, "chat"))[8].payload, JSON.stringify({ text: LONG_TEXT }))
+      assert.strictEqual((yield* storedRows(raw, "chat")).find((r) => r.seq === 8)?.payload, JSON.stringify({ text: LONG_TEXT }))
       assert.deepStrictEqual(yield* query(raw, "SELECT session_id, taken_at::int, reason, content FROM session_backups"), [V1_BACKUP])
 
       const migrated = yield* snap(url)
       assert.deepStrictEqual(yield* summaries({ url }), before)
       assert.deepStrictEqual(yield* summaries({ url, readOnly: true }), before)
       assert.strictEqual(yield* snap(url), migrated)
+    }))
+
+  it.scoped("migration: streamed chunk runs are packed (fewer rows than events); packChunks: false copies one row per event; both load as before", () =>
+    Effect.gen(function*() {
+      const sessions = v1StreamedSessions()
+      const stream = sessions.find((s) => s.id === "stream")!
+      let before: Record<string, unknown> | undefined
+      for (const packChunks of [true, false]) {
+        const url = yield* freshUrl
+        const raw = yield* rawClient(url)
+        yield* createV1Postgres(raw, sessions, V1_BACKUP)
+        const read = yield* summaries({ url, readOnly: true })
+        before ??= read
+        assert.deepStrictEqual(read, before)
+        assert.deepStrictEqual(before.broken, { error: "StoreCorrupt", rule: "L2" })
+        assert.deepStrictEqual((before.cut as { readonly tornTail: unknown }).tornTail, { fromSeq: 8, reason: "unparsable", position: 8 })
+        assert.deepStrictEqual(yield* summaries({ url, packChunks }), before)
+        assert.deepStrictEqual(yield* tables(raw), ["event_rows", "session_backups", "session_log_meta", "sessions"])
+        for (const s of sessions) {
+          const rows = yield* storedRows(raw, s.id)
+          assert.deepStrictEqual(rows, migratedRows(s, packChunks), s.id)
+          if (!packChunks) assert.deepStrictEqual(rows, s.rows.map(copiedRow))
+        }
+        const rows = yield* storedRows(raw, "stream")
+        assert.strictEqual(rows.reduce((n, r) => n + r.members, 0), stream.rows.length)
+        if (packChunks) assert.isBelow(rows.length, 40)
+        else assert.strictEqual(rows.length, stream.rows.length)
+        assert.deepStrictEqual((yield* storedRows(raw, "cut")).map((r) => r.members), packChunks ? [1, 1, 6, 1, 1, 1, 1, 1, 1] : Array(14).fill(1))
+      }
     }))
 
   it.scopedLive("migration: a backend terminated mid-migration leaves version 1 untouched; a later writing open migrates", () =>

@@ -388,6 +388,119 @@ export const v1Sessions = (): ReadonlyArray<V1Session> => {
   ]
 }
 
+/**
+ * Sessions of streamed responses as a version-1 build wrote them (one row per event): `stream`
+ * with long runs of text deltas (across the migration's 1,000-row pages and the 1,024-member cap),
+ * reasoning and named tool-call runs, a run of two and a lone delta; `cut` with a chunk run, a
+ * damaged chunk row and more deltas after it (a torn tail); `broken` the same before a turn/end
+ * (L2).
+ */
+export const v1StreamedSessions = (): ReadonlyArray<V1Session> => {
+  const chunk = (seq: number, chunk: Record<string, unknown>, turn = 1) => v1Row(seq, "assistant/chunk", { turn, step: 1, chunk })
+  const text = (seq: number, t: string, turn = 1, index = 0) => chunk(seq, { type: "text-delta", index, text: t }, turn)
+  const rowsOf = (build: (push: (make: (seq: number) => V1Row) => void) => void): Array<V1Row> => {
+    const rows: Array<V1Row> = []
+    build((make) => void rows.push(make(rows.length)))
+    return rows
+  }
+  const stream = rowsOf((push) => {
+    for (const turn of [1, 2]) {
+      push((seq) => v1Row(seq, "turn/start", { turn }))
+      push((seq) => v1Row(seq, "step/start", { turn, step: 1 }))
+      push((seq) =>
+        v1Row(seq, "user/message", { id: `u${turn}`, role: "user", content: [{ type: "text", text: "go" }], source: { kind: "user" } }, {
+          marker: "\"append\""
+        })
+      )
+      for (let k = 0; k < (turn === 1 ? 1_500 : 700); k++) push((seq) => text(seq, `w${k} `, turn))
+      for (const r of ["think", "ing", " more", "..."]) push((seq) => chunk(seq, { type: "reasoning-delta", index: 1, text: r }, turn))
+      for (const a of ["{\"pa", "th\":", "\"a\"}"]) {
+        push((seq) => chunk(seq, { type: "tool-call-delta", index: 2, id: `call_${turn}`, name: "read", argumentsDelta: a }, turn))
+      }
+      push((seq) => text(seq, "two", turn, 3))
+      push((seq) => text(seq, " of them", turn, 3))
+      push((seq) => chunk(seq, { type: "reasoning-delta", index: 4, text: "alone" }, turn))
+      push((seq) => v1Row(seq, "step/end", { turn, step: 1 }))
+      push((seq) => v1Row(seq, "turn/end", { turn, reason: { kind: "completed" } }))
+    }
+  })
+  const damaged = (seq: number) => v1Row(seq, "assistant/chunk", null, { text: "{\"turn\":1,\"st" })
+  const cut = rowsOf((push) => {
+    push((seq) => v1Row(seq, "turn/start", { turn: 1 }))
+    push((seq) => v1Row(seq, "step/start", { turn: 1, step: 1 }))
+    for (let k = 0; k < 6; k++) push((seq) => text(seq, `a${k}`))
+    push(damaged)
+    for (let k = 0; k < 5; k++) push((seq) => text(seq, `b${k}`))
+  })
+  const broken = [...cut, v1Row(cut.length, "step/end", { turn: 1, step: 1 }), v1Row(cut.length + 1, "turn/end", { turn: 1, reason: { kind: "completed" } })]
+  const session = (id: string, createdAt: number, rows: ReadonlyArray<V1Row>): V1Session => ({
+    id,
+    createdAt,
+    cwd: null,
+    delegationDepth: null,
+    nextSeq: rows.length,
+    revision: 1,
+    rows
+  })
+  return [session("broken", 20, broken), session("cut", 21, cut), session("stream", 22, stream)]
+}
+
+/** A version-1 row copied as one row, its texts kept. */
+export const copiedRow = (r: V1Row): StoredRow => ({
+  seq: r.seq,
+  members: 1,
+  type: r.type,
+  time: r.time,
+  payload: r.data,
+  column: payloadColumn(r.data),
+  provenance: r.source_event_seqs,
+  provenanceTag: r.source_event_seqs === null ? null : blobTagOf(r.source_event_seqs),
+  surface_op: r.surface_op,
+  ignorable: r.ignorable ? true : null
+})
+
+const blobTagOf = (text: string): number => {
+  const seqs: unknown = JSON.parse(text)
+  const canonical = Array.isArray(seqs) && JSON.stringify(seqs) === text
+  return canonical && seqs.every((s, i) => exactInt(s) && s >= 0 && (i === 0 || s > seqs[i - 1])) ? 0 : 1
+}
+
+const parses = (text: string): boolean => {
+  try {
+    JSON.parse(text)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/**
+ * The rows a writing open's migration must leave of a version-1 session whose rows are well
+ * formed up to a first row whose data does not parse: with `pack`, each stretch of consecutive
+ * `assistant/chunk` rows before that row becomes the rows of an append of those events
+ * (`expectedRows`); every other row is copied as it is.
+ */
+export const migratedRows = (s: V1Session, pack: boolean): Array<StoredRow> => {
+  const out: Array<StoredRow> = []
+  let stretch: Array<Event> = []
+  const flush = () => {
+    out.push(...expectedRows(stretch, true))
+    stretch = []
+  }
+  let defect = false
+  for (const r of s.rows) {
+    defect ||= !parses(r.data)
+    if (pack && !defect && r.type === "assistant/chunk") {
+      stretch.push({ type: r.type, seq: r.seq, time: r.time, data: JSON.parse(r.data) } as unknown as Event)
+      continue
+    }
+    flush()
+    out.push(copiedRow(r))
+  }
+  flush()
+  return out
+}
+
 /** The `session_backups` row of the version-1 fixture. */
 export const V1_BACKUP = { session_id: "chat", taken_at: 7, reason: "v0-upgrade", content: "{\"type\":\"session\"}\n" }
 

@@ -26,15 +26,18 @@ import { bundleScript, childEnv } from "../helpers/processes.js"
 import { partition } from "../store-contract/contract.js"
 import {
   blobText,
+  copiedRow,
   createV1Sqlite,
   eventRow,
   expectedRows,
   LONG_TEXT,
+  migratedRows,
   payloadColumn,
   sqliteRows,
   V1_BACKUP,
   type V1Session,
   v1Sessions,
+  v1StreamedSessions,
   withRaw
 } from "./rows.js"
 
@@ -138,14 +141,12 @@ describe("SQLite: SQL schema version 2 migration", () => {
       assert.deepStrictEqual(yield* pragmas(file), { userVersion: SCHEMA_VERSION, tables: ["event_rows", "session_backups", "sessions"] })
       assert.deepStrictEqual(after, before)
 
-      // every row copied one to one, its texts kept exactly
-      for (const s of sessions) {
-        const rows = yield* sqliteRows(file, s.id)
-        assert.deepStrictEqual(
-          rows.map((r) => [r.seq, r.members, r.type, r.time, r.payload, r.provenance, r.surface_op, r.ignorable]),
-          s.rows.map((r) => [r.seq, 1, r.type, r.time, r.data, r.source_event_seqs, r.surface_op, r.ignorable ? true : null])
-        )
-      }
+      // every row copied one to one, its texts kept exactly, but for the chunk run of chat (one packed row)
+      for (const s of sessions) assert.deepStrictEqual(yield* sqliteRows(file, s.id), migratedRows(s, true))
+      assert.deepStrictEqual(
+        (yield* sqliteRows(file, "chat")).map((r) => [r.seq, r.members, r.type]).slice(2, 5),
+        [[2, 1, "step/start"], [3, 4, "text-chunks"], [7, 1, "assistant/message"]]
+      )
       const raw = yield* withRaw(file, (db) => ({
         long: db.prepare("SELECT data, length(data_z) AS z, source_event_seqs FROM event_rows WHERE session_id = 'chat' AND seq = 8").get(),
         provenance: db.prepare("SELECT seq, source_event_seqs FROM event_rows WHERE session_id = 'chat' AND source_event_seqs IS NOT NULL ORDER BY seq")
@@ -180,15 +181,102 @@ describe("SQLite: SQL schema version 2 migration", () => {
       const store = yield* makeSqliteStore({ filename: file })
       const chunks = [2, 3, 4, 5].map((k) => textDelta(13 + k - 2, `t${k}`))
       yield* store.append("chat", chunks, { expectedSeq: 13 })
-      const rows = yield* sqliteRows(file, "chat")
-      assert.deepStrictEqual(rows.slice(13), expectedRows(chunks, true))
-      assert.strictEqual(rows[13].type, "text-chunks")
+      const rows = (yield* sqliteRows(file, "chat")).filter((r) => r.seq >= 13)
+      assert.deepStrictEqual(rows, expectedRows(chunks, true))
+      assert.strictEqual(rows[0].type, "text-chunks")
       const torn = yield* store.load("torn")
       yield* store.truncateTornTail("torn", torn.tornTail!, { revision: torn.revision })
       assert.strictEqual((yield* store.load("torn")).tornTail, undefined)
       const long = yield* store.load("long")
       yield* store.replaceLog("long", long.header, long.events.slice(0, 2) as ReadonlyArray<Event>, { revision: long.revision, backup: "test" })
       assert.strictEqual((yield* store.load("long")).events.length, 2)
+    }).pipe(provide))
+
+  it.scoped("streamed chunk runs: the migration packs them (fewer rows than events), and every session loads as before", () =>
+    Effect.gen(function*() {
+      const file = yield* tempFile()
+      const sessions = v1StreamedSessions()
+      yield* createV1Sqlite(file, sessions)
+      const before = yield* summaries({ filename: file, readOnly: true })
+      assert.deepStrictEqual(before.broken, { error: "StoreCorrupt", rule: "L2" })
+      assert.deepStrictEqual((before.cut as { readonly tornTail: unknown }).tornTail, { fromSeq: 8, reason: "unparsable", position: 8 })
+      const stream = sessions.find((s) => s.id === "stream")!
+      assert.strictEqual((before.stream as { readonly lines: ReadonlyArray<string> }).lines.length, stream.rows.length)
+
+      assert.deepStrictEqual(yield* summaries({ filename: file }), before)
+      assert.deepStrictEqual(yield* pragmas(file), { userVersion: SCHEMA_VERSION, tables: ["event_rows", "session_backups", "sessions"] })
+      for (const s of sessions) assert.deepStrictEqual(yield* sqliteRows(file, s.id), migratedRows(s, true), s.id)
+      const rows = yield* sqliteRows(file, "stream")
+      assert.strictEqual(rows.reduce((n, r) => n + r.members, 0), stream.rows.length)
+      assert.isBelow(rows.length, 40)
+      // turn 1: 1,500 text deltas in two rows, then the reasoning and tool-call runs; the run of
+      // two and the lone delta stay rows of their own
+      assert.deepStrictEqual(rows.slice(0, 10).map((r) => [r.seq, r.members, r.type]), [
+        [0, 1, "turn/start"],
+        [1, 1, "step/start"],
+        [2, 1, "user/message"],
+        [3, 1_024, "text-chunks"],
+        [1_027, 476, "text-chunks"],
+        [1_503, 4, "reasoning-chunks"],
+        [1_507, 3, "tool-call-chunks"],
+        [1_510, 1, "assistant/chunk"],
+        [1_511, 1, "assistant/chunk"],
+        [1_512, 1, "assistant/chunk"]
+      ])
+      // a packed row never spans a defect: from the damaged row on, rows are copied as they are
+      assert.deepStrictEqual((yield* sqliteRows(file, "cut")).map((r) => r.members), [1, 1, 6, 1, 1, 1, 1, 1, 1])
+
+      // the migrated store is appended to and read as any other
+      const store = yield* makeSqliteStore({ filename: file })
+      const cut = yield* store.load("cut")
+      yield* store.truncateTornTail("cut", cut.tornTail!, { revision: cut.revision })
+      const more = [0, 1, 2].map((k) => textDelta(8 + k, `c${k}`, 1_008 + k))
+      yield* store.append("cut", more, { expectedSeq: 8 })
+      assert.deepStrictEqual(encoded((yield* store.load("cut")).events), [...(before.cut as { readonly lines: ReadonlyArray<string> }).lines, ...encoded(more)])
+    }).pipe(provide))
+
+  it.scoped.prop(
+    "random valid logs written as version 1 migrate to the expected rows and load identically, packed or not",
+    { log: anyValidLog },
+    ({ log }) =>
+      Effect.gen(function*() {
+        const events = asEvents(log.events)
+        const rows = events.map((e) => ({
+          seq: e.seq,
+          type: e.type,
+          time: e.time,
+          data: JSON.stringify(e.data),
+          source_event_seqs: e.sourceEventSeqs === undefined ? null : JSON.stringify(e.sourceEventSeqs),
+          surface_op: e.surfaceOp === undefined ? null : JSON.stringify(e.surfaceOp),
+          ignorable: e.ignorable === true
+        }))
+        const session: V1Session = { id: "r", createdAt: 1, cwd: null, delegationDepth: null, nextSeq: rows.length, revision: 1, rows }
+        for (const packChunks of [true, false]) {
+          const file = yield* tempFile()
+          yield* createV1Sqlite(file, [session])
+          const migrated = yield* summaries({ filename: file, packChunks })
+          assert.deepStrictEqual((migrated.r as { readonly lines: ReadonlyArray<string> }).lines, encoded(events))
+          assert.deepStrictEqual(yield* sqliteRows(file, "r"), migratedRows(session, packChunks))
+        }
+      }).pipe(provide),
+    { fastCheck: { numRuns: 20 } }
+  )
+
+  it.scoped("packChunks: false migrates one row per event, and every session loads as before", () =>
+    Effect.gen(function*() {
+      const file = yield* tempFile()
+      const sessions = [...v1Sessions(), ...v1StreamedSessions()]
+      yield* createV1Sqlite(file, sessions)
+      const before = yield* summaries({ filename: file, readOnly: true })
+      assert.deepStrictEqual(yield* summaries({ filename: file, packChunks: false }), before)
+      for (const s of sessions) {
+        const rows = yield* sqliteRows(file, s.id)
+        assert.deepStrictEqual(rows, s.rows.map(copiedRow), s.id)
+        assert.deepStrictEqual(rows, migratedRows(s, false))
+      }
+      // a store that packs reads them alike, and packs what it appends
+      assert.deepStrictEqual(yield* summaries({ filename: file }), before)
+      assert.strictEqual((yield* sqliteRows(file, "stream")).length, sessions.find((s) => s.id === "stream")!.rows.length)
     }).pipe(provide))
 
   it.scopedLive(
