@@ -68,7 +68,10 @@ export const json = Options.boolean("json").pipe(
 export const store = Options.text("store").pipe(
   Options.withDefault("./sessions.db"),
   Options.withPseudoName("<store>"),
-  Options.withDescription("the session store: a SQLite file (*.db, *.sqlite) or jsonl:<dir> (default ./sessions.db)")
+  Options.withDescription(
+    "the session store: a SQLite file (*.db, *.sqlite), jsonl:<dir>, jsonlz:<dir> (JSONL, new sessions compressed as <id>.jsonlz) " +
+      "or postgres://user@host:port/database (default ./sessions.db)"
+  )
 )
 
 /** `--session`: a session of `--store`. */

@@ -29,7 +29,9 @@ const DEMO_ID_ATTEMPTS = 1000
 const demoStore = Options.text("store").pipe(
   Options.withDefault("./.demo/demo.db"),
   Options.withPseudoName("<store>"),
-  Options.withDescription("where the demo adds its session: a SQLite file (*.db, *.sqlite) or jsonl:<dir> (default ./.demo/demo.db)")
+  Options.withDescription(
+    "where the demo adds its session: a SQLite file (*.db, *.sqlite), jsonl:<dir>, jsonlz:<dir> or a postgres:// URL (default ./.demo/demo.db)"
+  )
 )
 
 /**

@@ -1,8 +1,8 @@
 /**
- * What a CLI command reads or writes: the `--store` spec (a SQLite file, `jsonl:<dir>`, a
- * PostgreSQL URL) turned into a SessionStore, and a session named by `--session` in that store
- * or by a `.jsonl` path read directly (SPEC §12). A path that is no session log file is
- * `NotASessionFile`; a writing command given a path acts on exactly that file.
+ * What a CLI command reads or writes: the `--store` spec (a SQLite file, `jsonl:<dir>` or
+ * `jsonlz:<dir>`, a PostgreSQL URL) turned into a SessionStore, and a session named by
+ * `--session` in that store or by a `.jsonl` path read directly (SPEC §12). A path that is no
+ * session log file is `NotASessionFile`; a writing command given a path acts on exactly that file.
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
@@ -32,26 +32,31 @@ export class UsageError extends Data.TaggedError("UsageError")<{ readonly detail
 }
 
 /**
- * A parsed `--store` value. A JSONL spec with `file` is the single-file store of a `.jsonl` path
- * (`fileTarget`). A PostgreSQL spec keeps the URL as given (credentials included: it is shown only
- * through `displayLocation`).
+ * A parsed `--store` value. A JSONL spec with `compress` (`jsonlz:<dir>`) writes new sessions in
+ * the compressed layout (`<id>.jsonlz`, README "Compressed JSONL"); sessions already stored keep
+ * their layout, and reads see both either way. A JSONL spec with `file` is the single-file store
+ * of a `.jsonl` path (`fileTarget`). A PostgreSQL spec keeps the URL as given (credentials
+ * included: it is shown only through `displayLocation`).
  */
 export type StoreSpec =
   | { readonly kind: "sqlite"; readonly filename: string }
-  | { readonly kind: "jsonl"; readonly root: string; readonly file?: NamedFile }
+  | { readonly kind: "jsonl"; readonly root: string; readonly compress?: true; readonly file?: NamedFile }
   | { readonly kind: "postgres"; readonly url: string }
 
+/** The JSONL schemes of `--store`: plain, and compressed for new sessions. */
+const JSONL_SCHEMES = [["jsonl:", false], ["jsonlz:", true]] as const
+
 /**
- * Parse `--store`: `*.db` / `*.sqlite` (SQLite), `jsonl:<dir>`, `postgres://` or `postgresql://`
- * URLs (PostgreSQL); anything else is a usage error.
+ * Parse `--store`: `*.db` / `*.sqlite` (SQLite), `jsonl:<dir>` or `jsonlz:<dir>` (JSONL, new
+ * sessions plain or compressed), `postgres://` or `postgresql://` URLs (PostgreSQL); anything else
+ * is a usage error.
  */
 export const parseStoreSpec = (value: string): StoreSpec | UsageError => {
-  if (value.startsWith("jsonl:")) {
-    const root = value.slice("jsonl:".length)
-    return root.length === 0 ? new UsageError({ detail: "jsonl: needs a directory, e.g. jsonl:./sessions" }) : {
-      kind: "jsonl",
-      root
-    }
+  for (const [scheme, compress] of JSONL_SCHEMES) {
+    if (!value.startsWith(scheme)) continue
+    const root = value.slice(scheme.length)
+    if (root.length === 0) return new UsageError({ detail: `${scheme} needs a directory, e.g. ${scheme}./sessions` })
+    return compress ? { kind: "jsonl", root, compress } : { kind: "jsonl", root }
   }
   if (value.startsWith("postgres://") || value.startsWith("postgresql://")) {
     return URL.canParse(value) ? { kind: "postgres", url: value } : new UsageError({
@@ -60,7 +65,7 @@ export const parseStoreSpec = (value: string): StoreSpec | UsageError => {
   }
   if (/\.(db|sqlite|sqlite3)$/i.test(value)) return { kind: "sqlite", filename: value }
   return new UsageError({
-    detail: `unknown store "${value}": use a path ending in .db or .sqlite, jsonl:<dir>, or postgres://user@host:port/database`
+    detail: `unknown store "${value}": use a path ending in .db or .sqlite, jsonl:<dir>, jsonlz:<dir>, or postgres://user@host:port/database`
   })
 }
 
@@ -95,9 +100,17 @@ export const openStore = (
       if (options.mustExist && opened.left._tag === "StoreFailure" && opened.left.rule === "S4") return { store: undefined, location }
       return yield* opened.left
     }
-    const store: SessionStoreShape = yield* makeJsonlStore({ root: spec.root, ...(spec.file === undefined ? {} : { file: spec.file }) })
+    const store: SessionStoreShape = yield* makeJsonlStore({
+      root: spec.root,
+      compress: spec.compress === true,
+      ...(spec.file === undefined ? {} : { file: spec.file })
+    })
     return { store, location }
   })
+
+/** A store spec as given on the command line (a PostgreSQL URL with its credentials: `storeNotFound` hides them). */
+const specText = (spec: StoreSpec): string =>
+  spec.kind === "sqlite" ? spec.filename : spec.kind === "postgres" ? spec.url : `${spec.compress === true ? "jsonlz" : "jsonl"}:${spec.root}`
 
 /** The refusal for a store that does not exist (a reading or updating command creates none). */
 export const storeNotFound = (store: string): UsageError =>
@@ -112,7 +125,7 @@ export const openExistingStore = (spec: StoreSpec, options: { readonly readOnly?
     openStore(spec, { mustExist: true, ...options }),
     ({ store: s }) =>
       s === undefined
-        ? Effect.fail(storeNotFound(spec.kind === "sqlite" ? spec.filename : spec.kind === "postgres" ? spec.url : `jsonl:${spec.root}`))
+        ? Effect.fail(storeNotFound(specText(spec)))
         : Effect.succeed(s)
   )
 
@@ -318,7 +331,7 @@ const checkStoreLocation = (spec: StoreSpec, options: { readonly mustExist: bool
     } else if (spec.kind === "jsonl") {
       const type = yield* typeAt(spec.root)
       if (Option.isSome(type) && type.value !== "Directory") {
-        return yield* new UsageError({ detail: `jsonl:${spec.root}: ${spec.root} is not a directory (a .jsonl file is given without --store)` })
+        return yield* new UsageError({ detail: `${specText(spec)}: ${spec.root} is not a directory (a .jsonl file is given without --store)` })
       }
     }
   })
