@@ -41,7 +41,10 @@ export interface PostgresStoreOptions {
    * Default `false`.
    */
   readonly readOnly?: boolean
-  /** Runs of streamed delta chunks as packed rows (SPEC Appendix A); `false`: one row per event. Default `true`. */
+  /**
+   * Runs of streamed delta chunks, in appends and in the migration of a version-1 schema, as packed
+   * rows (SPEC Appendix A); `false`: one row per event. Default `true`.
+   */
   readonly packChunks?: boolean
 }
 

@@ -364,7 +364,7 @@ export class NotASessionFile extends Schema.TaggedError<NotASessionFile>()("NotA
       case "missing":
         return `${this.path}: no such file`
       case "directory":
-        return `${this.path} is a directory, not a session log file (a JSONL store directory is --store jsonl:${this.path})`
+        return `${this.path} is a directory, not a session log file (a JSONL store directory is --store jsonl:${this.path}, or jsonlz:${this.path} to write new sessions compressed)`
       case "not-a-file":
         return `${this.path} is not a regular file${tail(this.detail)}`
       case "empty":
