@@ -30,6 +30,7 @@ import type { RequestConfig, ToolSpec } from "../../../src/schema/RequestHeader.
 import { nextId } from "../../../src/services/IdGenerator.js"
 import { ModelRequestConfig, toolSpecs } from "../../../src/services/PromptConversion.js"
 import { type RequestSnapshot, Session, type SessionShape } from "../../../src/services/Session.js"
+import type { SessionPersistence } from "../../../src/programs/acp/AcpSessions.js"
 import { SessionStore, type SessionStoreShape } from "../../../src/services/SessionStore.js"
 import type { Scenario, SeedInfo } from "./Fixture.js"
 import { agentOptions, GENERATORS, toolHandlers } from "./Scenarios.js"
@@ -111,6 +112,8 @@ export const runScenario = (options: {
   readonly modelHang: Deferred.Deferred<void>
   /** The working directory (an empty temporary directory). */
   readonly cwd: string
+  /** The sessions' persistence; the agent's default (batched, with checkpoints) when undefined. */
+  readonly persistence?: SessionPersistence
 }) =>
   Effect.gen(function*() {
     const { scenario } = options
@@ -186,7 +189,9 @@ export const runScenario = (options: {
         // options (persistence) pass through: the harness runs the sessions as production does
         open: (id, o) => SessionLive.open(id, o).pipe(Effect.provideService(SessionStore, view), Effect.tap(register))
       }
-      const app = yield* Acp.makeAgentApp(agentOptions).pipe(
+      const app = yield* Acp.makeAgentApp(
+        options.persistence === undefined ? agentOptions : { ...agentOptions, persistence: options.persistence }
+      ).pipe(
         Effect.provide(services),
         Effect.provideService(Acp.SessionFactory, factory),
         Effect.provideService(SessionStore, view),

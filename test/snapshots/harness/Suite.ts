@@ -231,7 +231,15 @@ export const runFixture = (options: RunOptions) =>
       remaining = scripted.handle.remaining
     }
 
-    const run = yield* runScenario({ scenario, workspace: yield* workspaceOf(fixture), model, modelHang: hang, cwd }).pipe(
+    const run = yield* runScenario({
+      scenario,
+      workspace: yield* workspaceOf(fixture),
+      model,
+      modelHang: hang,
+      cwd,
+      // SPEC §10.2: a recording persists durably, so everything it saw is in the log it writes
+      ...(options.mode === "record" ? { persistence: { mode: "durable" } as const } : {})
+    }).pipe(
       Effect.provide(IdGenerator.layerCounter("id-"))
     )
     if (scripts !== undefined) {
