@@ -14,7 +14,8 @@ import {
 import { isOrderedEnvelope, orderEnvelope } from "../schema/EventCodec.js"
 import { ENVELOPE_KEYS } from "../schema/Events.js"
 import { parseJson } from "../schema/Json.js"
-import { decodeStorageRecord, isPackedRowTag } from "../schema/PackedChunks.js"
+import { isLosslessParsed } from "../schema/JsonParse.js"
+import { decodeStorageRecord, isPackedRowTag, PACKED_ROW_TAGS } from "../schema/PackedChunks.js"
 import { type SessionHeader, validateSessionHeader } from "../schema/SessionHeader.js"
 import { encodeSessionId } from "../schema/SessionIdEncoding.js"
 import { isRecord } from "../schema/Validation.js"
@@ -50,6 +51,18 @@ const decodeUtf8 = (bytes: Uint8Array): string | undefined => {
   }
 }
 
+/**
+ * Complete lines are decoded a run at a time, at most this many bytes (a young-generation
+ * string; a bigger one is allocated in the large-object space, page by page), and each line is
+ * sliced out of the run's text instead of being decoded on its own.
+ */
+const TEXT_RUN_BYTES = 65_536
+
+/** The text of a line, or why it has none (a line whose bytes are not valid UTF-8). */
+type LineText = string | typeof OVERLONG | typeof INVALID_UTF8
+
+const jsonParse = JSON.parse
+
 /** parseJson, keeping the parsed value when only the lossless check failed (-0, ±Infinity). */
 const parseLine = (text: string): ParsedLine => {
   const r = parseJson(text)
@@ -79,6 +92,29 @@ const reorder = (r: Rec): unknown => {
   for (const key of Object.keys(r)) if (!envelopeKeySet.has(key)) return r
   if (!("type" in r && "seq" in r && "time" in r && "data" in r)) return r
   return orderEnvelope(r)
+}
+
+const freeze = Object.freeze
+const objectKeys = Object.keys
+
+/**
+ * A record fresh from the lossless walk (frozen) as the event a read keeps: `reorder`, except
+ * that an envelope of exactly `type, seq, time, data` is rebuilt as an equal frozen object at the
+ * literal below. `JSON.parse` allocates in the young generation, which the scavenger then copies
+ * twice as the whole log is kept; V8 allocates the objects of a literal whose objects survive
+ * straight in the old generation, as it does a packed row's members.
+ */
+const keep = (r: Rec): unknown => {
+  const keys = objectKeys(r)
+  return keys.length === 4 && keys[0] === "type" && keys[1] === "seq" && keys[2] === "time" && keys[3] === "data"
+    ? freeze({ type: r.type, seq: r.seq, time: r.time, data: r.data })
+    : reorder(r)
+}
+
+/** `isPackedRowTag` without hashing the type (a fresh string per parsed line): most differ in length. */
+const isPackedType = (type: unknown): boolean => {
+  for (const tag of PACKED_ROW_TAGS) if (type === tag) return true
+  return false
 }
 
 const concat = (pieces: ReadonlyArray<Uint8Array>, total: number): Uint8Array => {
@@ -160,6 +196,10 @@ export interface FileScan {
 }
 
 const OVERLONG: unique symbol = Symbol("OVERLONG")
+const INVALID_UTF8: unique symbol = Symbol("INVALID_UTF8")
+
+const lineText = (line: Uint8Array | typeof OVERLONG): LineText =>
+  line === OVERLONG ? OVERLONG : decodeUtf8(line) ?? INVALID_UTF8
 
 /** Line splitting and classification of one JSONL session file; fed chunk by chunk. */
 export class Scanner implements FileScan {
@@ -172,7 +212,9 @@ export class Scanner implements FileScan {
   private storedVersion = 0
   private events: Array<unknown> = []
   private nextSeq = 0
-  private lastRecord: { readonly start: number; readonly seq: number } | undefined
+  /** The last committed record: its offset (-1: none yet) and first seq. */
+  private lastRecordStart = -1
+  private lastRecordSeq = 0
   /** Event lines seen with their newline; at the defect: how many came before it. */
   private terminatedLines = 0
   private terminatedBeforeDefect = 0
@@ -227,6 +269,10 @@ export class Scanner implements FileScan {
     this.endOffset = Math.max(this.endOffset, offset + chunk.length)
     let from = 0
     while (from < chunk.length && !this.done) {
+      if (this.pieces.length === 0 && !this.overLong) {
+        from = this.pushRun(chunk, from, offset)
+        if (from >= chunk.length || this.done) return
+      }
       const nl = chunk.indexOf(NEWLINE, from)
       if (nl === -1) {
         this.accumulate(chunk.subarray(from))
@@ -241,7 +287,7 @@ export class Scanner implements FileScan {
         this.accumulate(chunk.subarray(from, nl))
         line = this.overLong ? OVERLONG : concat(this.pieces, this.pieceBytes)
       }
-      this.onLine(line, this.lineStart, true)
+      this.onLine(lineText(line), this.lineStart, true)
       this.pieces = []
       this.pieceBytes = 0
       this.overLong = false
@@ -253,7 +299,7 @@ export class Scanner implements FileScan {
   /** End of the bytes to read: classify the final fragment and return the outcome. */
   finish(): Scanned | LoadError {
     if (!this.done && (this.pieceBytes > 0 || this.overLong)) {
-      this.onLine(this.overLong ? OVERLONG : concat(this.pieces, this.pieceBytes), this.lineStart, false)
+      this.onLine(lineText(this.overLong ? OVERLONG : concat(this.pieces, this.pieceBytes)), this.lineStart, false)
     }
     if (this.error !== undefined) return this.error
     if (this.header === undefined) return this.corrupt("L5", 1, "empty file: no session header line")
@@ -287,8 +333,42 @@ export class Scanner implements FileScan {
       nextSeq: this.nextSeq,
       tornTail,
       ...(tornTailExtent === undefined ? {} : { tornTailExtent }),
-      ...(this.lastRecord === undefined ? {} : { lastRecord: this.lastRecord })
+      ...(this.lastRecordStart < 0 ? {} : { lastRecord: { start: this.lastRecordStart, seq: this.lastRecordSeq } })
     }
+  }
+
+  /**
+   * The complete lines of `chunk` from `from` (no line pending before it) that end within
+   * TEXT_RUN_BYTES, decoded as one text and each sliced out of it; returns where it stopped.
+   * A run that is not valid UTF-8 is decoded line by line (each invalid line is a defect alone).
+   */
+  private pushRun(chunk: Uint8Array, from: number, offset: number): number {
+    const last = chunk.lastIndexOf(NEWLINE, Math.min(chunk.length, from + TEXT_RUN_BYTES) - 1)
+    if (last < from) return from
+    const run = decodeUtf8(chunk.subarray(from, last))
+    // as many UTF-16 units as bytes: ASCII, so the run's offsets are the bytes' offsets
+    const base = from
+    const ascii = run !== undefined && run.length === last - from
+    let at = 0
+    while (from <= last && !this.done) {
+      let nl: number
+      let line: LineText
+      if (run === undefined) {
+        nl = chunk.indexOf(NEWLINE, from)
+        line = nl - from > this.opts.maxLineBytes ? OVERLONG : lineText(chunk.subarray(from, nl))
+      } else {
+        // the run's newlines are its bytes' newlines (no UTF-8 sequence holds byte 10), in order
+        const found = run.indexOf("\n", at)
+        const end = found === -1 ? run.length : found
+        nl = ascii ? base + end : chunk.indexOf(NEWLINE, from)
+        line = nl - from > this.opts.maxLineBytes ? OVERLONG : run.slice(at, end)
+        at = end + 1
+      }
+      this.onLine(line, this.lineStart, true)
+      this.lineStart = offset + nl + 1
+      from = nl + 1
+    }
+    return from
   }
 
   private accumulate(bytes: Uint8Array): void {
@@ -320,7 +400,7 @@ export class Scanner implements FileScan {
     this.done = true
   }
 
-  private onLine(line: Uint8Array | typeof OVERLONG, start: number, terminated: boolean): void {
+  private onLine(line: LineText, start: number, terminated: boolean): void {
     this.lineNo++
     if (this.lineNo === 1) {
       this.onHeader(line, terminated)
@@ -340,18 +420,36 @@ export class Scanner implements FileScan {
     if (this.defect !== undefined) {
       // only to learn whether a later record is a turn/end (L2 vs L3)
       if (!this.laterTurnEnd) {
-        const text = decodeUtf8(line)
-        if (text !== undefined && text.includes("turn")) {
-          const p = parseLine(text)
+        if (line !== INVALID_UTF8 && line.includes("turn")) {
+          const p = parseLine(line)
           if (p._tag === "Parsed" && isRecord(p.value) && p.value.type === "turn/end") this.laterTurnEnd = true
         }
       }
       return
     }
     if (!terminated) return this.markDefect("fragment", start, lineNo)
-    const text = decodeUtf8(line)
-    if (text === undefined) return this.markDefect("unparsable", start, lineNo)
-    const p = parseLine(text)
+    if (line === INVALID_UTF8) return this.markDefect("unparsable", start, lineNo)
+    // the common case: a lossless record that is one event (no verdict objects built)
+    let value: unknown
+    try {
+      value = jsonParse(line)
+    } catch {
+      return this.markDefect("unparsable", start, lineNo)
+    }
+    if (!isLosslessParsed(value)) return this.onRecord(parseLine(line), start, lineNo)
+    if (!isRecord(value)) return this.markDefect("not-object", start, lineNo)
+    if (isPackedType(value.type)) return this.onRecord({ _tag: "Parsed", value, lossless: true }, start, lineNo)
+    // decodeStorageRecord of an event: one member, at the next seq
+    if (value.seq !== this.nextSeq) return this.markDefect("seq-gap", start, lineNo)
+    if (value.type === "turn/end") this.turnEnds++
+    this.lastRecordStart = start
+    this.lastRecordSeq = this.nextSeq
+    if (this.opts.keepEvents) this.events.push(keep(value))
+    this.nextSeq++
+  }
+
+  /** A parsed committed-looking line in general: a packed row, or a lossy record (L9). */
+  private onRecord(p: ParsedLine, start: number, lineNo: number): void {
     if (p._tag === "Unparsable") return this.markDefect("unparsable", start, lineNo)
     const value = p.value
     if (!isRecord(value)) return this.markDefect("not-object", start, lineNo)
@@ -375,7 +473,8 @@ export class Scanner implements FileScan {
     }
     const packed = isPackedRowTag(value.type)
     if (!packed && value.type === "turn/end") this.turnEnds++
-    this.lastRecord = { start, seq: this.nextSeq }
+    this.lastRecordStart = start
+    this.lastRecordSeq = this.nextSeq
     if (this.opts.keepEvents) {
       if (packed) for (const e of decoded.events) this.events.push(e)
       else this.events.push(reorder(value))
@@ -388,7 +487,7 @@ export class Scanner implements FileScan {
     this.terminatedBeforeDefect = this.terminatedLines - (this.lineTerminated ? 1 : 0)
   }
 
-  private onHeader(line: Uint8Array | typeof OVERLONG, terminated: boolean): void {
+  private onHeader(line: LineText, terminated: boolean): void {
     if (line === OVERLONG) {
       return this.fail(
         terminated
@@ -396,9 +495,8 @@ export class Scanner implements FileScan {
           : this.corrupt("L5", 1, "header line without a newline")
       )
     }
-    const text = decodeUtf8(line)
-    if (text === undefined) return this.fail(this.corrupt("L5", 1, "header line is not valid UTF-8"))
-    const p = parseLine(text)
+    if (line === INVALID_UTF8) return this.fail(this.corrupt("L5", 1, "header line is not valid UTF-8"))
+    const p = parseLine(line)
     if (p._tag === "Unparsable") return this.fail(this.corrupt("L5", 1, "header line is not valid JSON"))
     const value = p.value
     // K5: JSON, but not an object

@@ -6,9 +6,7 @@ import type { Event } from "./Events.js"
 import { encodeJson, type Json } from "./Json.js"
 
 /** The envelope keys in §1.1 order. */
-const ENVELOPE_ORDER: ReadonlyMap<string, number> = new Map(
-  ["type", "seq", "time", "data", "sourceEventSeqs", "surfaceOp", "ignorable"].map((k, i) => [k, i])
-)
+const ENVELOPE_ORDER: ReadonlyArray<string> = ["type", "seq", "time", "data", "sourceEventSeqs", "surfaceOp", "ignorable"]
 
 /**
  * True when `r` is a frozen record whose own keys are envelope keys in §1.1 order with no
@@ -17,11 +15,14 @@ const ENVELOPE_ORDER: ReadonlyMap<string, number> = new Map(
  */
 export const isOrderedEnvelope = (r: Record<string, unknown>): boolean => {
   if (!Object.isFrozen(r)) return false
-  let last = -1
-  for (const k of Object.keys(r)) {
-    const at = ENVELOPE_ORDER.get(k)
-    if (at === undefined || at <= last || r[k] === undefined) return false
-    last = at
+  const keys = Object.keys(r)
+  // one cursor over the §1.1 order: each key must come later in it than the one before
+  let at = 0
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]
+    while (at < ENVELOPE_ORDER.length && ENVELOPE_ORDER[at] !== key) at++
+    if (at === ENVELOPE_ORDER.length || r[key] === undefined) return false
+    at++
   }
   return true
 }

@@ -22,6 +22,13 @@ export const checkParsed = (value: unknown, basePath: string = ""): WalkResult =
     ? ok(value as Json)
     : checkParsedIterative(value, basePath)
 
+/**
+ * `checkParsed(value)._tag === "Ok"` without building a verdict (the hot path of a cold read):
+ * freezes in place the same way; on false, `checkParsed` of a fresh parse names the violation.
+ */
+export const isLosslessParsed = (value: unknown): boolean =>
+  typeof value === "object" && value !== null ? parsedLossless(value, 0) : losslessScalar(value)
+
 /** Below this depth `parsedLossless` recurses; deeper subtrees go to the iterative check. */
 const RECURSION_LIMIT = 64
 
