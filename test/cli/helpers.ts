@@ -64,6 +64,24 @@ export const removeBundle = (bundle: string | undefined): void => {
 /** One JSON record as a JSONL line (without the newline). */
 export const line = (v: unknown): string => JSON.stringify(v)
 
+/** The log line of an event at `seq` (time 100 + seq). */
+export const eventLine = (seq: number, type: string, data: unknown, extra: Record<string, unknown> = {}): string =>
+  line({ type, seq, time: 100 + seq, data, ...extra })
+
+/** The log line of a user message (surfaceOp append). */
+export const userLine = (seq: number, id: string, text: string): string =>
+  eventLine(seq, "user/message", { id, role: "user", content: [{ type: "text", text }], source: { kind: "user" } }, {
+    surfaceOp: "append"
+  })
+
+/** The log line of an assistant message of step 1 of `turn` (surfaceOp append). */
+export const assistantLine = (seq: number, turn: number, id: string, content: ReadonlyArray<unknown>): string =>
+  eventLine(seq, "assistant/message", {
+    turn,
+    step: 1,
+    message: { id, role: "assistant", content, source: { kind: "model", provider: "p", model: "m" } }
+  }, { sourceEventSeqs: [], surfaceOp: "append" })
+
 /** A valid, closed one-turn log of session `id` whose user message says `text`. */
 export const closedTurnLog = (id: string, text = "hi"): string =>
   [

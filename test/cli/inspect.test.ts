@@ -9,7 +9,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll } from "vitest"
-import { buildBundle, closedTurnLog, json, line, removeBundle, type Run, runCli } from "./helpers.js"
+import { assistantLine, buildBundle, closedTurnLog, eventLine, json, line, removeBundle, type Run, runCli, userLine } from "./helpers.js"
 
 // generous limits: these tests spawn many processes on a possibly loaded machine; nothing is timed
 const SLOW = { timeout: 600_000 }
@@ -20,16 +20,9 @@ let file: string
 
 const cli = (args: ReadonlyArray<string>): Promise<Run> => runCli(bundle, args, dir)
 
-const ev = (seq: number, type: string, data: unknown, extra: Record<string, unknown> = {}) =>
-  line({ type, seq, time: 100 + seq, data, ...extra })
-const user = (seq: number, id: string, text: string) =>
-  ev(seq, "user/message", { id, role: "user", content: [{ type: "text", text }], source: { kind: "user" } }, { surfaceOp: "append" })
-const assistant = (seq: number, turn: number, id: string, content: ReadonlyArray<unknown>) =>
-  ev(seq, "assistant/message", {
-    turn,
-    step: 1,
-    message: { id, role: "assistant", content, source: { kind: "model", provider: "p", model: "m" } }
-  }, { sourceEventSeqs: [], surfaceOp: "append" })
+const ev = eventLine
+const user = userLine
+const assistant = assistantLine
 
 /** Two closed turns: the first with a tool call and its result, the second a plain answer. */
 const twoTurns = (id: string, firstPrompt = "list the files") =>

@@ -10,7 +10,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll } from "vitest"
-import { buildBundle, closedTurnLog, json, line, removeBundle, type Run, runCli } from "./helpers.js"
+import { assistantLine, buildBundle, closedTurnLog, eventLine, json, line, removeBundle, type Run, runCli, userLine } from "./helpers.js"
 
 // generous limits: these tests spawn many processes on a possibly loaded machine; nothing is timed
 const SLOW = { timeout: 600_000 }
@@ -26,18 +26,11 @@ let logB: string
 
 const cli = (args: ReadonlyArray<string>): Promise<Run> => runCli(bundle, args, dir)
 
-const ev = (seq: number, type: string, data: unknown, extra: Record<string, unknown> = {}) =>
-  line({ type, seq, time: 100 + seq, data, ...extra })
-const user = (seq: number, id: string, text: string) =>
-  ev(seq, "user/message", { id, role: "user", content: [{ type: "text", text }], source: { kind: "user" } }, { surfaceOp: "append" })
+const ev = eventLine
+const user = userLine
 const chunk = (seq: number, turn: number, text: string) =>
   ev(seq, "assistant/chunk", { turn, step: 1, chunk: { type: "text-delta", index: 0, text } })
-const assistant = (seq: number, turn: number, id: string, content: ReadonlyArray<unknown>) =>
-  ev(seq, "assistant/message", {
-    turn,
-    step: 1,
-    message: { id, role: "assistant", content, source: { kind: "model", provider: "p", model: "m" } }
-  }, { sourceEventSeqs: [], surfaceOp: "append" })
+const assistant = assistantLine
 
 /** A closed two-turn log with streamed text deltas (packed rows) and a tool result long enough to prune. */
 const streamedLog = (id: string): string =>
