@@ -11,45 +11,32 @@ import {
   SessionNotFound,
   StoreCorrupt
 } from "../schema/Errors.js"
-import { isOrderedEnvelope, orderEnvelope } from "../schema/EventCodec.js"
-import { ENVELOPE_KEYS } from "../schema/Events.js"
-import { parseJson } from "../schema/Json.js"
 import { isLosslessParsed } from "../schema/JsonParse.js"
-import { decodeStorageRecord, isPackedRowTag, PACKED_ROW_TAGS } from "../schema/PackedChunks.js"
+import { decodeStorageRecord, isPackedRowTag } from "../schema/PackedChunks.js"
 import { type SessionHeader, validateSessionHeader } from "../schema/SessionHeader.js"
 import { encodeSessionId } from "../schema/SessionIdEncoding.js"
 import { isRecord } from "../schema/Validation.js"
 import type { LoadError, TornTail, TornTailExtent } from "../services/SessionStore.js"
+import {
+  concat,
+  decodeUtf8,
+  INVALID_UTF8,
+  isPackedType,
+  keep,
+  lineText,
+  type LineText,
+  OVERLONG,
+  type ParsedLine,
+  parseLine,
+  reorder
+} from "./JsonlLine.js"
 
 type Rec = Record<string, unknown>
 
 const NEWLINE = 10
 
 // ---------------------------------------------------------------------------------------------
-// Line parsing
-
-type ParsedLine =
-  | { readonly _tag: "Unparsable" }
-  | {
-    readonly _tag: "Parsed"
-    readonly value: unknown
-    readonly lossless: boolean
-    readonly detail?: string
-    /** the lossless violation (A4/A5 after a parse), relative to the record */
-    readonly violation?: { readonly rule: string; readonly path: string; readonly detail: string }
-  }
-
-/** fatal: invalid UTF-8 is a defect; ignoreBOM keeps a BOM so that it fails the parse. */
-const lineDecoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
-
-const decodeUtf8 = (bytes: Uint8Array): string | undefined => {
-  try {
-    // one whole line per call (no streaming state carried from call to call)
-    return lineDecoder.decode(bytes)
-  } catch {
-    return undefined
-  }
-}
+// Lines
 
 /**
  * Complete lines are decoded a run at a time, at most this many bytes (a young-generation
@@ -58,75 +45,7 @@ const decodeUtf8 = (bytes: Uint8Array): string | undefined => {
  */
 const TEXT_RUN_BYTES = 65_536
 
-/** The text of a line, or why it has none (a line whose bytes are not valid UTF-8). */
-type LineText = string | typeof OVERLONG | typeof INVALID_UTF8
-
 const jsonParse = JSON.parse
-
-/** parseJson, keeping the parsed value when only the lossless check failed (-0, ±Infinity). */
-const parseLine = (text: string): ParsedLine => {
-  const r = parseJson(text)
-  if (r._tag === "Unparsable") return { _tag: "Unparsable" }
-  if (r._tag === "Ok") return { _tag: "Parsed", value: r.value, lossless: true }
-  let raw: unknown
-  try {
-    raw = JSON.parse(text)
-  } catch {
-    return { _tag: "Unparsable" }
-  }
-  return {
-    _tag: "Parsed",
-    value: raw,
-    lossless: false,
-    detail: `${r.rule} at "${r.path}": ${r.detail}`,
-    violation: { rule: r.rule, path: r.path, detail: r.detail }
-  }
-}
-
-const envelopeKeySet: ReadonlySet<string> = new Set(ENVELOPE_KEYS)
-
-/** Reorder a stored record's envelope keys (§1.1) when it is a complete, closed envelope. */
-const reorder = (r: Rec): unknown => {
-  // the common case: written by this library, parsed and frozen, keys already in order
-  if (isOrderedEnvelope(r)) return r
-  for (const key of Object.keys(r)) if (!envelopeKeySet.has(key)) return r
-  if (!("type" in r && "seq" in r && "time" in r && "data" in r)) return r
-  return orderEnvelope(r)
-}
-
-const freeze = Object.freeze
-const objectKeys = Object.keys
-
-/**
- * A record fresh from the lossless walk (frozen) as the event a read keeps: `reorder`, except
- * that an envelope of exactly `type, seq, time, data` is rebuilt as an equal frozen object at the
- * literal below. `JSON.parse` allocates in the young generation, which the scavenger then copies
- * twice as the whole log is kept; V8 allocates the objects of a literal whose objects survive
- * straight in the old generation, as it does a packed row's members.
- */
-const keep = (r: Rec): unknown => {
-  const keys = objectKeys(r)
-  return keys.length === 4 && keys[0] === "type" && keys[1] === "seq" && keys[2] === "time" && keys[3] === "data"
-    ? freeze({ type: r.type, seq: r.seq, time: r.time, data: r.data })
-    : reorder(r)
-}
-
-/** `isPackedRowTag` without hashing the type (a fresh string per parsed line): most differ in length. */
-const isPackedType = (type: unknown): boolean => {
-  for (const tag of PACKED_ROW_TAGS) if (type === tag) return true
-  return false
-}
-
-const concat = (pieces: ReadonlyArray<Uint8Array>, total: number): Uint8Array => {
-  if (pieces.length === 1) return pieces[0]
-  const out = new Uint8Array(total)
-  let at = 0
-  for (const p of pieces) {
-    out.set(p, at)
-    at += p.length
-  }
-  return out
-}
 
 /**
  * The seq after one committed-looking record line (its newline included) whose first event has
@@ -194,12 +113,6 @@ export interface FileScan {
   /** The header, once read. */
   readonly sessionHeader: { readonly header: SessionHeader; readonly storedVersion: number } | undefined
 }
-
-const OVERLONG: unique symbol = Symbol("OVERLONG")
-const INVALID_UTF8: unique symbol = Symbol("INVALID_UTF8")
-
-const lineText = (line: Uint8Array | typeof OVERLONG): LineText =>
-  line === OVERLONG ? OVERLONG : decodeUtf8(line) ?? INVALID_UTF8
 
 /** Line splitting and classification of one JSONL session file; fed chunk by chunk. */
 export class Scanner implements FileScan {
