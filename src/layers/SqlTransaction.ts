@@ -60,7 +60,8 @@ export const reserveReusing = (
     yield* Effect.addFinalizer(() => Effect.suspend(() => giveBackAll(idle.splice(0))))
     const reserve = Effect.flatMap(Scope.fork(owner, ExecutionStrategy.sequential), (scope) =>
       Effect.map(
-        Effect.tapErrorCause(Scope.extend(sql.reserve, scope), (cause) => Scope.close(scope, Exit.failCause(cause))),
+        // a failed or interrupted reservation gives back whatever it got
+        Effect.onExit(Scope.extend(sql.reserve, scope), (exit) => Exit.isFailure(exit) ? Scope.close(scope, exit) : Effect.void),
         (conn): Kept => ({ conn, scope })
       ))
     const take = Effect.suspend((): Effect.Effect<Kept, SqlError> => {
