@@ -267,6 +267,17 @@ export const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never,
       exclusive: withLock,
       state: Effect.sync(() => lifecycle.state)
     }
-    yield* Effect.addFinalizer(() => close.pipe(Effect.ignore))
+    // a scope cannot fail: events it could not write are reported, never dropped silently
+    yield* Effect.addFinalizer(() =>
+      close.pipe(Effect.catchAll((e) => {
+        const seqs = batched?.unwritten() ?? []
+        const which = seqs.length === 0 ? "" : ` (${seqs.length} event(s), seq ${seqs[0]}–${seqs[seqs.length - 1]})`
+        return Effect.logError(
+          `session ${id}: its scope closed before its pending events were written${which}; ` +
+            "flush or close the session before its scope ends to handle the failure",
+          e
+        )
+      }))
+    )
     return handle
   })

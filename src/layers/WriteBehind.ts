@@ -14,6 +14,8 @@ import type { FlushError } from "../services/Session.js"
 export interface WriteBehind {
   readonly enqueue: (event: PreparedEvent) => Effect.Effect<void>
   readonly flush: Effect.Effect<void, FlushError>
+  /** The seqs of the events not written yet (kept after a failed batch), in order. */
+  readonly unwritten: () => ReadonlyArray<number>
 }
 
 /**
@@ -109,5 +111,5 @@ export const makeWriteBehind = (options: {
       while (pending.length > 0 && !options.isFailed()) yield* writeOnce
     })
 
-    return { enqueue, flush }
+    return { enqueue, flush, unwritten: () => pending.filter((p) => p.event.seq >= storedNext).map((p) => p.event.seq) }
   })

@@ -1,8 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import { StoreFailure } from "../../src/schema/Errors.js"
@@ -97,6 +100,44 @@ describe("batched persistence (SPEC 7.3)", () => {
       yield* s.append("todo/write", todo(1))
       yield* TestClock.adjust("200 millis")
       assert.deepStrictEqual(yield* storedSeqs(store, "b3"), [0, 1])
+    }))
+
+  it.scoped("write failures are reported: one warning per run of failed background writes, an error when a scope ends with events unwritten", () =>
+    Effect.gen(function*() {
+      const { control, store } = yield* faultyStore
+      const logs: Array<{ level: string; message: string }> = []
+      const logger = Logger.make(({ logLevel, message }) => {
+        const parts = Array.isArray(message) ? message : [message]
+        logs.push({ level: logLevel.label, message: String(parts[0]) })
+      })
+      const scope = yield* Scope.make()
+      const s = yield* Effect.gen(function*() {
+        const s = yield* SessionLive.create({ id: "b5", persistence: { mode: "batched" } }).pipe(
+          Effect.provideService(SessionStore, store),
+          Scope.extend(scope)
+        )
+        yield* s.append("todo/write", todo(0))
+        yield* TestClock.adjust("200 millis")
+        assert.deepStrictEqual(control.batches, [[0]])
+        control.failing = true
+        yield* s.append("todo/write", todo(1))
+        yield* TestClock.adjust("200 millis")
+        yield* s.append("todo/write", todo(2))
+        yield* TestClock.adjust("200 millis")
+        assert.deepStrictEqual(logs, [{ level: "WARN", message: "session b5: background write failed" }], "warned once")
+        return s
+      }).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
+      // the handle's scope ends while the store still fails: nothing is written, and it is said
+      yield* Scope.close(scope, Exit.void)
+      assert.deepStrictEqual(yield* storedSeqs(store, "b5"), [0])
+      assert.strictEqual(logs.length, 2)
+      assert.strictEqual(logs[1].level, "ERROR")
+      assert.strictEqual(
+        logs[1].message,
+        "session b5: its scope closed before its pending events were written (2 event(s), seq 1–2); " +
+          "flush or close the session before its scope ends to handle the failure"
+      )
+      assert.strictEqual(yield* s.state, "closed")
     }))
 
   it.scoped("N11: an AppendConflict fails a batched handle; its pending events are never written", () =>
