@@ -194,6 +194,11 @@ describe("ACP agent (in-process)", () => {
       const modeUpdate = h.frames.findIndex((f) => f.kind === "update" && f.update.sessionUpdate === "current_mode_update")
       const setModeAnswer = h.frames.findIndex((f) => f.kind === "response" && f.method === "session/set_mode")
       assert.isTrue(modeUpdate >= 0 && modeUpdate < setModeAnswer, "current_mode_update before the answer")
+      // clients that follow config options (not session modes) see the switch too
+      const optionUpdate = h.frames.findIndex((f) => f.kind === "update" && f.update.sessionUpdate === "config_option_update")
+      assert.isTrue(optionUpdate >= 0 && optionUpdate < setModeAnswer, "config_option_update before the answer")
+      const options = (h.frames[optionUpdate] as any).update.configOptions
+      assert.deepStrictEqual(options.map((o: any) => [o.id, o.currentValue, o.options.map((v: any) => v.value)]), [["mode", "plan", ["code", "plan"]]])
       yield* h.request("session/prompt", { sessionId: id, prompt: [{ type: "text", text: "two" }] })
       yield* h.request("session/prompt", { sessionId: id, prompt: [{ type: "text", text: "three" }] })
       const events = yield* storedEvents(id)

@@ -55,7 +55,7 @@ describe("ACP projection (pure)", () => {
     ]
     const live = makeProjector({ live: true, compaction: false, presenter: defaultPresenter })
     const liveUpdates = events.flatMap((e) => live.project(e))
-    const modeless = liveUpdates.filter((u) => u.sessionUpdate !== "current_mode_update")
+    const modeless = liveUpdates.filter((u) => u.sessionUpdate !== "current_mode_update" && u.sessionUpdate !== "config_option_update")
     assert.deepStrictEqual(coalesce(modeless), projectTranscript(events, { compaction: false, presenter: defaultPresenter }))
     assert.deepStrictEqual(new Set(modeless.map((u: any) => u.messageId)), new Set(["m1"]))
     assert.isTrue(liveUpdates.some((u) => u.sessionUpdate === "current_mode_update"))

@@ -163,7 +163,7 @@ export const makeAgentApp = <Tools extends Record<string, Tool.Any>>(
       Effect.gen(function*() {
         const events = yield* session.events
         const id = session.id
-        const drain = yield* startOutbound(session, scope, client, events.length, { compaction, presenter })
+        const drain = yield* startOutbound(session, scope, client, events.length, { compaction, presenter, modes })
         let entry: AcpSession | undefined
         const mode = foldMode(events, modes)
         const loop = AgentLoop.make({
@@ -269,7 +269,7 @@ export const makeAgentApp = <Tools extends Record<string, Tool.Any>>(
         // a switch is durable before it is acknowledged
         yield* entry.session.flush
         entry.mode = modeId
-        yield* entry.drain // current_mode_update before the answer
+        yield* entry.drain // current_mode_update and config_option_update before the answer
       })
 
     const prompt = (params: acp.PromptRequest) =>

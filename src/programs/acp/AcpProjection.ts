@@ -11,7 +11,7 @@
 import type * as acp from "@agentclientprotocol/sdk"
 import type { Event } from "../../schema/Events.js"
 import type { ContentBlock } from "../../schema/Messages.js"
-import { MODE_EVENT } from "./AcpModes.js"
+import { type AcpMode, configOptions, MODE_EVENT } from "./AcpModes.js"
 
 /** How a tool call is shown: a pure function of the tool's name and raw JSON arguments. */
 export type ToolPresenter = (name: string, args: unknown) => {
@@ -27,6 +27,11 @@ export interface ProjectionOptions {
   /** The client advertised `session.compaction`. */
   readonly compaction: boolean
   readonly presenter: ToolPresenter
+  /**
+   * The mode catalog: with it a live mode switch is also a `config_option_update` (the `mode`
+   * select option), for clients that follow config options rather than session modes.
+   */
+  readonly modes?: ReadonlyArray<AcpMode>
 }
 
 /** The default presenter: the tool name as title, kind `other`. */
@@ -172,9 +177,13 @@ export const makeProjector = (options: ProjectionOptions): Projector => {
         }]
       }
       case MODE_EVENT:
-        return options.live && typeof data.modeId === "string"
+        if (!options.live || typeof data.modeId !== "string") return none
+        return options.modes === undefined
           ? [{ sessionUpdate: "current_mode_update", currentModeId: data.modeId }]
-          : none
+          : [
+            { sessionUpdate: "current_mode_update", currentModeId: data.modeId },
+            { sessionUpdate: "config_option_update", configOptions: configOptions(options.modes, data.modeId) }
+          ]
       default:
         // an attempt is the run of chunks between other events; mode switches do not split it
         if (event.ignorable !== true) attemptStart = undefined

@@ -271,7 +271,7 @@ export const runScenario = (options: {
       for (let i = 0; stable < 3; i++) {
         if (i > 200_000) return yield* Effect.dieMessage("snapshot harness: the agent never delivered the updates of the committed events")
         const events = yield* session.events
-        const projector = Acp.makeProjector({ live: true, compaction: scenario.clientCompaction, presenter: agentOptions.presenter! })
+        const projector = Acp.makeProjector({ live: true, compaction: scenario.clientCompaction, presenter: agentOptions.presenter!, modes: agentOptions.modes! })
         let expected = 0
         for (const e of events.slice(base.seq)) expected += projector.project(e).length
         const received = updatesOf(c, current) - base.updates
