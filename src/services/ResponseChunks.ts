@@ -116,7 +116,9 @@ interface OpenBlock {
 /**
  * Translates one model call's Response stream parts into chunks (SPEC §1.3.5). Blocks are indexed
  * in the order they start; a tool call announced whole (without params parts) is opened, given
- * its arguments in one delta and closed; the raw arguments are the concatenated params deltas.
+ * its arguments in one delta and closed; the raw arguments are the concatenated params deltas. A
+ * text or reasoning block still open at `finish` is ended there; a tool call never completed by its
+ * `tool-call` part stays unended (its arguments may be partial), so it is not part of the message.
  */
 export class ChunkTranslator {
   private next = 0
@@ -203,6 +205,13 @@ export class ChunkTranslator {
         break
       }
       case "finish": {
+        // a text or reasoning block the provider never ended is complete once the call finishes:
+        // it is ended here (in block order), so the message holds what the stream delivered
+        const unended = [...this.open.entries()].filter(([, b]) => b.kind !== "tool-call").sort((a, b) => a[1].index - b[1].index)
+        for (const [key, block] of unended) {
+          this.open.delete(key)
+          out.push({ type: "block-end", index: block.index, block: { type: block.kind as "text" | "reasoning", text: block.text } })
+        }
         const usage = usageOf(part.usage)
         if (usage !== undefined) out.push({ type: "usage", usage })
         out.push({ type: "finish", reason: finishReasonOf(part.reason) })

@@ -161,6 +161,38 @@ describe("PromptConversion", () => {
     assert.deepStrictEqual(assembled.finish, { kind: "tool-calls" })
   })
 
+  it("§1.3.5 blocks the provider never ended: text and reasoning are ended at finish in block order, a partial tool call is not", () => {
+    const t = new ChunkTranslator()
+    const parts = [
+      Response.makePart("text-start", { id: "t" }),
+      Response.makePart("reasoning-start", { id: "r" }),
+      Response.makePart("text-delta", { id: "t", delta: "a1 " }),
+      Response.makePart("reasoning-delta", { id: "r", delta: "b1" }),
+      Response.makePart("text-delta", { id: "t", delta: "a2" }),
+      Response.makePart("tool-params-start", { id: "c", name: "f", providerExecuted: false }),
+      Response.makePart("tool-params-delta", { id: "c", delta: "{\"a\":" }),
+      Response.makePart("finish", { reason: "stop", usage: new Response.Usage({ inputTokens: 1, outputTokens: 2, totalTokens: 3 }) })
+    ]
+    const chunks = parts.flatMap((p) => t.translate(p as Response.StreamPart<any>))
+    assert.deepStrictEqual(chunks.slice(-4), [
+      { type: "block-end", index: 0, block: { type: "text", text: "a1 a2" } },
+      { type: "block-end", index: 1, block: { type: "reasoning", text: "b1" } },
+      { type: "usage", usage: { inputTokens: 1, outputTokens: 2 } },
+      { type: "finish", reason: { kind: "stop" } }
+    ])
+    const assembled = assembleChunks(chunks)
+    assert.deepStrictEqual(assembled.content, [{ type: "text", text: "a1 a2" }, { type: "reasoning", text: "b1" }])
+    // a finish ends nothing twice: a block ended by the provider keeps its one block-end
+    const u = new ChunkTranslator()
+    const ended = [
+      Response.makePart("text-start", { id: "t" }),
+      Response.makePart("text-delta", { id: "t", delta: "x" }),
+      Response.makePart("text-end", { id: "t" }),
+      Response.makePart("finish", { reason: "stop", usage: new Response.Usage({ inputTokens: undefined, outputTokens: undefined, totalTokens: undefined }) })
+    ].flatMap((p) => u.translate(p as Response.StreamPart<any>))
+    assert.deepStrictEqual(ended.filter((c) => c.type === "block-end").length, 1)
+  })
+
   it("§1.3.6 the delivered prefix keeps unfinished text and reasoning and drops tool calls", () => {
     const prefix = assembleChunks([
       { type: "block-start", index: 0, blockType: "text" },

@@ -280,6 +280,27 @@ describe("agent loop details", () => {
       assert.deepStrictEqual((yield* session.messages).map((m) => m.role), ["user"])
     }).pipe(Effect.provide(env([[]]))))
 
+  it.scoped("§1.3.5 a text block the provider never ends is ended at finish: the message holds the streamed text", () =>
+    Effect.gen(function*() {
+      const session = yield* SessionLive.create({ id: "unended" })
+      const r = yield* AgentLoop.make(loopOptions).runTurn([{ type: "user", content: "x" }]).pipe(
+        Effect.provideService(Session, session)
+      )
+      assert.deepStrictEqual(r.reason, { kind: "completed" })
+      const events = yield* session.events
+      const message = events.find((e) => e.type === "assistant/message")!
+      assert.deepStrictEqual((message.data as Rec).message.content, [{ type: "text", text: "hello there" }])
+      const chunks = events.filter((e) => e.type === "assistant/chunk").map((e) => (e.data as Rec).chunk.type)
+      assert.deepStrictEqual(chunks, ["block-start", "text-delta", "text-delta", "block-end", "finish"])
+      assert.deepStrictEqual(message.sourceEventSeqs, events.filter((e) => e.type === "assistant/chunk").map((e) => e.seq))
+      assert.deepStrictEqual((yield* session.messages).at(-1)!.content, [{ type: "text", text: "hello there" }])
+    }).pipe(Effect.provide(env([[
+      { type: "raw", part: { type: "text-start", id: "t" } },
+      { type: "raw", part: { type: "text-delta", id: "t", delta: "hello " } },
+      { type: "raw", part: { type: "text-delta", id: "t", delta: "there" } },
+      { type: "finish", reason: "stop" }
+    ]]))))
+
   it.scoped("§5.3 newSeries on a later turn writes a series header; turn numbers continue from the log", () =>
     Effect.gen(function*() {
       const session = yield* SessionLive.create({ id: "series" })
