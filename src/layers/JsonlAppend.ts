@@ -78,27 +78,31 @@ const materialise = (p: Pieces, id: string, header: SessionHeader, count: number
     } else {
       parts = [headerLine(header), batchOf(lines).text]
     }
-    const published = yield* Effect.gen(function*() {
-      const temp = yield* p.files.writeTemp(name, parts).pipe(mapFs("append"))
-      const linked = yield* withDirectoryLock(
-        p.sync,
-        p.files.root,
-        { method: "append", lockTimeoutMs: p.lockTimeoutMs },
-        p.files.publish(temp.path, file, rival).pipe(mapFs("append"))
-      )
-      return linked ? temp : undefined
-    }).pipe(
+    // the temporary file goes whatever happens once it exists — published (a link now holds the
+    // session), refused, failed or interrupted (a SIGINT between its write and its link, §7.4.3)
+    yield* Effect.uninterruptibleMask((restore) =>
+      Effect.gen(function*() {
+        const temp = yield* restore(p.files.writeTemp(name, parts).pipe(mapFs("append")))
+        yield* restore(Effect.gen(function*() {
+          const linked = yield* withDirectoryLock(
+            p.sync,
+            p.files.root,
+            { method: "append", lockTimeoutMs: p.lockTimeoutMs },
+            p.files.publish(temp.path, file, rival).pipe(mapFs("append"))
+          )
+          if (!linked) return yield* new SessionExists({ rule: "J14", sessionId: id })
+          p.sessions.materialised(id)
+          yield* p.files.fsyncRoot.pipe(mapFs("append"))
+          // what was published, not a later stat (another writer may append once the name exists)
+          const state = { file, ino: temp.ino, size: temp.size, nextSeq: count }
+          p.sessions.remember(id, p.compress ? { ...state, compressed: true } : state)
+          if (segment !== undefined) p.segments.keep(id, { ...segment, ino: temp.ino, size: temp.size })
+        })).pipe(Effect.ensuring(p.files.removeQuietly(temp.path)))
+      })
+    ).pipe(
       // the encoder lives on only with the file it wrote
-      Effect.onExit((exit) => exit._tag === "Success" && exit.value !== undefined ? Effect.void : Effect.sync(() => segment?.encoder.close()))
+      Effect.onExit((exit) => exit._tag === "Success" ? Effect.void : Effect.sync(() => segment?.encoder.close()))
     )
-    if (published === undefined) return yield* new SessionExists({ rule: "J14", sessionId: id })
-    p.sessions.materialised(id)
-    yield* p.files.fsyncRoot.pipe(mapFs("append"))
-    // what was published, not a later stat (another writer may append once the name exists)
-    const state = { file, ino: published.ino, size: published.size, nextSeq: count }
-    p.sessions.remember(id, p.compress ? { ...state, compressed: true } : state)
-    if (segment !== undefined) p.segments.keep(id, { ...segment, ino: published.ino, size: published.size })
-    yield* p.files.removeQuietly(published.path)
   })
 
 /** The outcome of the synchronous append step. */

@@ -57,8 +57,14 @@ export interface JsonlFiles {
   readonly stat: (path: string) => Effect.Effect<Option.Option<FileSystem.File.Info>, PlatformError>
   /** Create the root and its missing parents (0700), fsyncing each new directory's parent. */
   readonly ensureRoot: Effect.Effect<void, PlatformError>
-  /** Write `parts` to a fresh temporary file next to the session file `name`, and fsync it. */
-  readonly writeTemp: (name: string, parts: ReadonlyArray<string | Uint8Array>) => Effect.Effect<TempFile, PlatformError>
+  /** Write `parts` to a fresh temporary file in the root (or beside the file `beside`), named after `name`, and fsync it. */
+  readonly writeTemp: (
+    name: string,
+    parts: ReadonlyArray<string | Uint8Array>,
+    beside?: string
+  ) => Effect.Effect<TempFile, PlatformError>
+  /** The file a path names: a symbolic link resolved (a rewrite replaces the file, never the link), else the path. */
+  readonly realFile: (file: string) => Effect.Effect<string, PlatformError>
   /**
    * Publish a temporary file at `file` by a no-overwrite hard link: false (and the temp removed)
    * when `file` exists, or its `rival` (the session's name in the other layout) does.
@@ -66,7 +72,8 @@ export interface JsonlFiles {
   readonly publish: (temp: string, file: string, rival?: string) => Effect.Effect<boolean, PlatformError>
   /**
    * Keep `file` as `<file>.v<version>.bak` (then `.v<version>.1.bak`, ...), rename `temp` over it
-   * and fsync the root; the temp is removed on failure. `file` is never absent.
+   * and fsync its directory; the temp is removed on failure. `file` is never absent (nor a link:
+   * pass `realFile`'s answer, and a temp written in its directory).
    */
   readonly replace: (temp: string, file: string, version: number) => Effect.Effect<void, PlatformError>
   /** Truncate `file` to `size` bytes and fsync it. */
@@ -88,6 +95,9 @@ export const isAlreadyExists = (error: PlatformError): boolean =>
 /** True when a PlatformError reports a missing path (ENOENT). */
 export const isNotFound = (error: PlatformError): boolean =>
   error._tag === "SystemError" && error.reason === "NotFound"
+
+/** True when readlink found a path that is not a symbolic link (EINVAL). */
+const isNotLink = (error: PlatformError): boolean => errnoCode(error) === "EINVAL"
 
 /** The errno code (`EEXIST`, `EPERM`, ...) behind a PlatformError, when there is one. */
 const errnoCode = (error: PlatformError): string | undefined => {
@@ -186,10 +196,11 @@ export const make = (root: string, named?: NamedFile): Effect.Effect<JsonlFiles,
       rootReady = true
     })
 
-    const writeTemp = (name: string, parts: ReadonlyArray<string | Uint8Array>) =>
+    const writeTemp = (name: string, parts: ReadonlyArray<string | Uint8Array>, beside?: string) =>
       Effect.gen(function*() {
+        const inDir = beside === undefined ? dir : path.dirname(beside)
         for (let attempt = 0;; attempt++) {
-          const temp = path.join(dir, `.${name}.${yield* randomHex}.tmp`)
+          const temp = path.join(inDir, `.${name}.${yield* randomHex}.tmp`)
           const created = yield* Effect.scoped(Effect.gen(function*() {
             const handle = yield* fs.open(temp, { flag: "wx", mode: 0o600 })
             return yield* Effect.onError(
@@ -229,8 +240,14 @@ export const make = (root: string, named?: NamedFile): Effect.Effect<JsonlFiles,
         // the replacement keeps the original's permission bits (existing files are not changed, §7.4.3)
         yield* fs.chmod(temp, (yield* fs.stat(file)).mode & 0o7777)
         yield* fs.rename(temp, file)
-        yield* fsyncDirectory(fs, dir)
+        yield* fsyncDirectory(fs, path.dirname(file))
       }).pipe(Effect.tapError(() => removeQuietly(temp)))
+
+    const realFile = (file: string) =>
+      Effect.gen(function*() {
+        const link = yield* fs.readLink(file).pipe(Effect.map(Option.some), Effect.catchIf(isNotLink, () => Effect.succeed(Option.none())))
+        return Option.isNone(link) ? file : yield* fs.realPath(file)
+      })
 
     const truncate = (file: string, size: number) =>
       Effect.scoped(Effect.gen(function*() {
@@ -278,6 +295,7 @@ export const make = (root: string, named?: NamedFile): Effect.Effect<JsonlFiles,
       stat,
       ensureRoot,
       writeTemp,
+      realFile,
       publish,
       replace,
       truncate,

@@ -228,8 +228,18 @@ const replaceLog = (p: Pieces, id: string, header: SessionHeader, events: Readon
         const compressed = current.result.compressed === true
         const parts = compressed ? yield* compressedLog(header, events, p) : logParts(header, events, p.pack)
         const { name } = p.files.candidates(id).find((c) => c.file === file) ?? p.files.pathOf(id)
-        const temp = yield* p.files.writeTemp(name, parts).pipe(mapFs("replaceLog"))
-        yield* p.files.replace(temp.path, file, current.result.storedVersion).pipe(mapFs("replaceLog"))
+        // a session file that is a symbolic link is rewritten where it points (the link stays)
+        const target = yield* p.files.realFile(file).pipe(mapFs("replaceLog"))
+        // the temporary file goes whatever happens once it exists, interruption included
+        yield* Effect.uninterruptibleMask((restore) =>
+          Effect.flatMap(
+            restore(p.files.writeTemp(name, parts, target).pipe(mapFs("replaceLog"))),
+            (temp) =>
+              restore(p.files.replace(temp.path, target, current.result.storedVersion).pipe(mapFs("replaceLog"))).pipe(
+                Effect.ensuring(p.files.removeQuietly(temp.path))
+              )
+          )
+        )
         const info = yield* p.files.stat(file).pipe(Effect.orElseSucceed(() => Option.none<FileSystem.File.Info>()))
         if (Option.isSome(info)) {
           const state = { file, ino: JsonlFiles.inoOf(info.value), size: Number(info.value.size), nextSeq: events.length }

@@ -75,3 +75,10 @@ export const holdInProcess = (file: string): { readonly release: () => void } =>
   FsExt.flockSync(fd, "exnb")
   return { release: () => closeSync(fd) }
 }
+
+/** Hold a directory's lock (the JSONL root's, §7.4.5) from this process; close to release. */
+export const holdDirectoryInProcess = (dir: string): { readonly release: () => void } => {
+  const fd = openSync(dir, "r")
+  FsExt.flockSync(fd, "exnb")
+  return { release: () => closeSync(fd) }
+}
