@@ -323,24 +323,30 @@ describe("commands with nothing to do write nothing", () => {
       const imp = await cli(["import", "--json", "--store", store, write(root, "idle.jsonl", validLog("idle"))])
       assert.strictEqual(imp.code, 0, imp.stderr)
       const before = snapshot(storeRoot)
+      // not even a file created and removed again (a SQLite -wal/-shm pair): the directory's mtime stays
+      const dirMtime = fs.statSync(storeRoot, { bigint: true }).mtimeNs
+      const unchanged = (label: string) => {
+        assert.deepStrictEqual(snapshot(storeRoot), before, label)
+        assert.strictEqual(fs.statSync(storeRoot, { bigint: true }).mtimeNs, dirMtime, `${label}: the directory was written`)
+      }
       const session = ["--store", store, "--session", "idle"]
 
       const prune = await cli(["prune", "--json", ...session])
       assert.strictEqual(prune.code, 0, prune.stderr)
       assert.deepStrictEqual(json(prune), [])
-      assertUntouched(before, storeRoot, "prune with nothing to prune")
+      unchanged("prune with nothing to prune")
       const prunePeople = await cli(["prune", ...session])
       assert.match(prunePeople.stdout, /nothing to prune/)
 
       const repair = await cli(["repair", "--json", ...session])
       assert.strictEqual(repair.code, 0, repair.stderr)
       assert.deepStrictEqual(json(repair), [])
-      assertUntouched(before, storeRoot, "repair with nothing to repair")
+      unchanged("repair with nothing to repair")
 
       const compact = await cli(["compact", "--json", ...session])
       assert.strictEqual(compact.code, 1)
       assert.strictEqual(json(compact).error._tag, "CompactionRejected")
-      assertUntouched(before, storeRoot, "compact with nothing to compact")
+      unchanged("compact with nothing to compact")
 
       const migrate = await cli(["migrate", "--json", "--store", store])
       assert.deepStrictEqual(json(migrate), [{ id: "idle", status: "current" }])

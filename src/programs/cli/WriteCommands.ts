@@ -37,11 +37,15 @@ import { fileTarget, openExistingStore, openStore, type SessionSource, UsageErro
 /** The store and id a writing command acts on: a `.jsonl` path is exactly that file (Target.fileTarget). */
 const storeOfSource = (src: SessionSource) => fileTarget(src)
 
-/** The store holding the session a writing command names, and the session's id. */
-const openSessionStore = (src: SessionSource) =>
+/**
+ * The store holding the session a writing command names, and the session's id. `readOnly` for
+ * the decision whether there is anything to write: a SQLite file opened for writing is written
+ * by the open alone (its WAL checkpointed and removed at close), so nothing to do must not open it so.
+ */
+const openSessionStore = (src: SessionSource, options: { readonly readOnly?: boolean } = {}) =>
   Effect.gen(function*() {
     const { id, spec } = yield* storeOfSource(src)
-    const { store: s } = yield* openStore(spec, { mustExist: true })
+    const { store: s } = yield* openStore(spec, { mustExist: true, readOnly: options.readOnly === true })
     if (s === undefined) return yield* new SessionNotFound({ rule: "L11", sessionId: id, detail: "no such store" })
     return { id, store: s }
   })
@@ -73,9 +77,10 @@ const onOpenedSession = <E, R>(
   program: Effect.Effect<unknown, E, Session.Session | R>
 ) =>
   Effect.gen(function*() {
-    const { id, store: s } = yield* openSessionStore(src)
+    const { id, store: read } = yield* openSessionStore(src, { readOnly: true })
     // nothing to do (or a rejection) writes nothing: not even the closers and end-seed of an open
-    if ((yield* trialRun(s, id, program)) === 0) return []
+    if ((yield* trialRun(read, id, program)) === 0) return []
+    const { store: s } = yield* openSessionStore(src)
     const handle = yield* SessionLive.open(id).pipe(Effect.provideService(SessionStore, s))
     const before = (yield* handle.events).length
     yield* program.pipe(Effect.provideService(Session.Session, handle))
@@ -94,11 +99,12 @@ export const repairCommand = Command.make("repair", { json, store, session, file
     Effect.gen(function*() {
       const src = yield* resolve(o.file, o.session, o.store)
       if (o.dryRun) return (yield* inspectSource(src)).closers
-      const { id, store: s } = yield* openSessionStore(src)
-      const loaded = yield* s.load(id)
+      const { id, store: read } = yield* openSessionStore(src, { readOnly: true })
+      const loaded = yield* read.load(id)
       // nothing to repair writes nothing (no end-seed marker either)
       const view = yield* inspectLoaded(loaded)
       if (view.closers.length === 0 && view.tornTail === undefined) return []
+      const { store: s } = yield* openSessionStore(src)
       const before = loaded.events.length
       const handle = yield* SessionLive.open(id).pipe(Effect.provideService(SessionStore, s))
       const events = yield* handle.events
