@@ -3,9 +3,10 @@
  * validated as a seed and pre-checked, and every id registered with the store (an id already
  * stored or given twice is `SessionExists`) before the first write. Reads are streamed (twice:
  * to check, then to write), so memory stays bounded by a batch whatever the files' length. A
- * store that did not exist is removed again when a write fails; in an existing store, a write
- * failing after others is `ImportIncomplete`, naming the files already imported (a session
- * longer than one batch that fails part-way keeps the batches written before the failure).
+ * store that did not exist is removed again when a write fails or the run is interrupted (SIGINT);
+ * in an existing store, a write failing after others is `ImportIncomplete`, naming the files
+ * already imported (a session longer than one batch that fails or is interrupted part-way keeps
+ * the batches written before; an interrupt says so on stderr).
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
@@ -134,6 +135,23 @@ export const importItems = <E>(
     const fresh = yield* freshPaths(spec)
     const imported: Array<string> = []
     let current = ""
+    // the store was created by this run (its scope is closed by then): remove it again
+    const removeFresh = Effect.forEach(
+      fresh,
+      (p) => fs.exists(p).pipe(Effect.flatMap((there) => there ? fs.remove(p, { recursive: true }) : Effect.void)),
+      { discard: true }
+    )
+    // an interrupt (SIGINT) is no failure, so `Effect.either` below never sees it: a store this
+    // run created is removed on it too; an existing store has no way to drop a session, so say
+    // what it holds now
+    const undoInterrupted = Effect.suspend(() =>
+      fresh.length > 0
+        ? Effect.ignore(removeFresh)
+        : Effect.logWarning(
+          `import interrupted: imported ${imported.length === 0 ? "no file" : imported.join(", ")}` +
+            (current === "" || imported.includes(current) ? "" : `; ${current} may be stored in part`)
+        )
+    )
     const written = yield* Effect.scoped(Effect.gen(function*() {
       const store = yield* open(spec)
       // registration writes nothing: an existing or repeated id fails here, before any append
@@ -147,16 +165,11 @@ export const importItems = <E>(
         imported.push(item.file)
         yield* onImported(imported.length)
       }
-    })).pipe(Effect.either)
+    })).pipe(Effect.onInterrupt(() => undoInterrupted), Effect.either)
     if (written._tag === "Right") return { sessions: items.length, events: items.reduce((n, i) => n + i.events, 0) }
     const error = written.left
     if (fresh.length > 0) {
-      // the store was created by this run (its scope is closed now): remove it again
-      const removed = yield* Effect.forEach(
-        fresh,
-        (p) => fs.exists(p).pipe(Effect.flatMap((there) => there ? fs.remove(p, { recursive: true }) : Effect.void)),
-        { discard: true }
-      ).pipe(Effect.either)
+      const removed = yield* Effect.either(removeFresh)
       if (removed._tag === "Right") return yield* Effect.fail(error)
     }
     if (imported.length === 0) return yield* Effect.fail(error)

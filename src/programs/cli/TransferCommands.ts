@@ -1,7 +1,7 @@
 /**
  * `session-log export` and `import` (DESIGN.md §6, SPEC §12): sessions between any store and JSONL
  * files (format version 1). Export never overwrites without `--force` and removes what it created
- * when a write fails; import is all or nothing (`ImportFiles`).
+ * when a write fails or is interrupted; import is all or nothing (`ImportFiles`).
  */
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
@@ -11,7 +11,9 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
+import * as NodeFs from "node:fs/promises"
 import { type NotASessionFile, OutputExists, StoreFailure } from "../../schema/Errors.js"
 import { encodeSessionId } from "../../schema/SessionIdEncoding.js"
 import { encodeEvent } from "../../schema/EventCodec.js"
@@ -72,9 +74,10 @@ const streamJsonl = <E>(session: Exported, write: (text: string) => Effect.Effec
 /**
  * Write one export file through a temporary file beside it, published only when complete: a new
  * file by a hard link (a file that appeared meanwhile is refused, never overwritten), an existing
- * one (`--force`) by a rename over it. A failed write leaves the target as it was and no temporary file.
+ * one (`--force`) by a rename over it. A failed write leaves the target as it was and no temporary
+ * file; `onCreated` runs with the publication of a new file (both or neither, even on interrupt).
  */
-const writeExportFile = (path: string, fresh: boolean, session: Exported) =>
+const writeExportFile = (path: string, fresh: boolean, session: Exported, onCreated: Effect.Effect<void>) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const p = yield* Path.Path
@@ -88,14 +91,101 @@ const writeExportFile = (path: string, fresh: boolean, session: Exported) =>
     // an overwritten file keeps its permission bits (a private export stays private)
     const keepMode = Effect.flatMap(fs.stat(path), (info) => fs.chmod(temp, info.mode & 0o7777))
     const publish = fresh
-      ? fs.link(temp, path).pipe(Effect.catchIf(isAlreadyExists, () => new OutputExists({ paths: [path] })))
+      ? Effect.uninterruptible(
+        fs.link(temp, path).pipe(
+          Effect.catchIf(isAlreadyExists, () => new OutputExists({ paths: [path] })),
+          Effect.zipRight(onCreated)
+        )
+      )
       : Effect.zipRight(keepMode, fs.rename(temp, path))
     yield* Effect.zipRight(write, publish).pipe(Effect.ensuring(fs.remove(temp).pipe(Effect.ignore)))
   })
 
+/** Where an export file goes: the path named, and whether something is there already. */
+interface Placed {
+  readonly path: string
+  readonly existing: boolean
+}
+
+/**
+ * Where `--force` writes an existing target (`--out`, or a file in the `--out` directory): the
+ * regular file itself, or the one a symbolic link points to (the link stays, as for a file named
+ * to a writing command, `Target.fileTarget`). Anything else is refused even with `--force`: a
+ * FIFO, device or socket (the rename would replace it with a regular file), and a file with other
+ * hard links (the rename would split them; an in-place write could not leave it as it was when
+ * the export fails).
+ */
+const forcedTarget = (path: string) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const real = yield* Effect.orElseSucceed(fs.realPath(path), () => path)
+    const info = yield* fs.stat(real).pipe(Effect.mapError((cause) => new StoreFailure({ method: "export", cause })))
+    if (info.type !== "File") {
+      return yield* new UsageError({
+        detail: `--out ${path} is a ${info.type}, not a regular file: export writes regular files only (nothing written)`
+      })
+    }
+    const links = Option.getOrElse(info.nlink, () => 1)
+    if (links > 1) {
+      return yield* new UsageError({
+        detail: `--out ${path} has ${links} hard links: --force would split them (nothing written)`
+      })
+    }
+    return real
+  })
+
+/**
+ * The session file of the other JSONL layout beside a target (`<id>.jsonlz` for `<id>.jsonl`):
+ * exporting into a store's directory must not store one session under two names (J14).
+ */
+const otherLayout = (path: string) => path.endsWith(".jsonl") ? `${path}z` : undefined
+
+/**
+ * The directories `mkdir -p dir` would create, outermost first: the missing ones up to the first
+ * that exists.
+ */
+const missingDirectories = (dir: string) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const p = yield* Path.Path
+    const missing: Array<string> = []
+    let at = p.resolve(dir)
+    while (!(yield* fs.exists(at).pipe(Effect.orElseSucceed(() => true)))) {
+      missing.unshift(at)
+      const parent = p.dirname(at)
+      if (parent === at) break
+      at = parent
+    }
+    return missing
+  })
+
+/**
+ * Remove a directory only when it is empty (rmdir(2)): the platform FileSystem has no such call,
+ * and a check-then-`remove({ recursive })` could delete a file written in between.
+ */
+const removeEmptyDirectory = (dir: string) =>
+  Effect.tryPromise({ try: () => NodeFs.rmdir(dir), catch: (cause) => cause })
+
+/**
+ * Undo a failed or interrupted export: remove the files this run created, then the directories it
+ * created, deepest first. A directory that now holds something this run did not write is left
+ * (and named on stderr): it is not ours to remove, nor are the directories around it.
+ */
+const undoExport = (files: ReadonlyArray<string>, dirs: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    for (const f of files) yield* Effect.ignore(fs.remove(f))
+    for (const d of [...dirs].reverse()) {
+      const removed = yield* Effect.either(removeEmptyDirectory(d))
+      if (removed._tag === "Left") {
+        return yield* Effect.logWarning(`export: left ${d}, created by this run: it holds files this run did not write`)
+      }
+    }
+  })
+
 /**
  * Write export files. Existing files are refused unless `force` (`OutputExists`, nothing written);
- * when a write fails, the files and the directory this run created are removed again.
+ * when a write fails or is interrupted, the files and directories this run created are removed.
  */
 const writeOutputs = (
   dir: string | undefined,
@@ -106,25 +196,38 @@ const writeOutputs = (
     const fs = yield* FileSystem.FileSystem
     const exists = (p: string) => fs.exists(p).pipe(Effect.orElseSucceed(() => false))
     yield* checkOutputPath(dir ?? targets[0].path, dir === undefined ? "file" : "directory")
+    const placed: Array<Placed & { readonly session: Exported }> = []
     const existing: Array<string> = []
-    for (const t of targets) if (yield* exists(t.path)) existing.push(t.path)
-    if (!force && existing.length > 0) return yield* new OutputExists({ paths: existing })
-    const dirCreated = dir !== undefined && !(yield* exists(dir))
-    const created: Array<string> = []
+    const twoNames: Array<string> = []
+    for (const t of targets) {
+      const there = yield* exists(t.path)
+      const other = dir === undefined ? undefined : otherLayout(t.path)
+      if (other !== undefined && (yield* exists(other))) twoNames.push(other)
+      if (there) existing.push(t.path)
+      placed.push({ path: t.path, existing: there, session: t.session })
+    }
+    if (!force && existing.length + twoNames.length > 0) return yield* new OutputExists({ paths: [...existing, ...twoNames] })
+    if (twoNames.length > 0) {
+      return yield* new UsageError({
+        detail: `--out ${dir} is a store holding ${twoNames.join(", ")}: a .jsonl beside it would store a session under two names (nothing written)`
+      })
+    }
+    const writes: Array<{ readonly path: string; readonly fresh: boolean; readonly session: Exported }> = []
+    for (const t of placed) {
+      writes.push({ path: t.existing ? yield* forcedTarget(t.path) : t.path, fresh: !t.existing, session: t.session })
+    }
+    const dirs = dir === undefined ? [] : yield* missingDirectories(dir)
+    const createdDirs: Array<string> = []
+    const createdFiles: Array<string> = []
     const write = Effect.gen(function*() {
-      if (dir !== undefined) yield* fs.makeDirectory(dir, { recursive: true })
-      for (const t of targets) {
-        const fresh = !existing.includes(t.path)
-        yield* writeExportFile(t.path, fresh, t.session)
-        if (fresh) created.push(t.path)
+      for (const d of dirs) yield* Effect.uninterruptible(Effect.zipRight(fs.makeDirectory(d), Effect.sync(() => createdDirs.push(d))))
+      for (const t of writes) {
+        yield* writeExportFile(t.path, t.fresh, t.session, Effect.sync(() => void createdFiles.push(t.path)))
       }
     })
-    const undo = Effect.gen(function*() {
-      for (const p of created) yield* fs.remove(p)
-      if (dirCreated && dir !== undefined && (yield* fs.readDirectory(dir)).length === 0) yield* fs.remove(dir)
-    }).pipe(Effect.ignore)
     yield* write.pipe(
-      Effect.tapError(() => undo),
+      // on interrupt (SIGINT) too, which `tapError` would not see
+      Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : undoExport(createdFiles, createdDirs)),
       Effect.mapError((e) => e._tag === "OutputExists" ? e : new StoreFailure({ method: "export", cause: e }))
     )
   })
