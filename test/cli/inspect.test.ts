@@ -219,6 +219,29 @@ describe("verify of a whole store", () => {
     for (const r of reports) assert.deepStrictEqual(Object.keys(r), r.ok ? ["id", "ok", "events", "surface"] : ["id", "ok", "error"])
   })
 
+  it("L6: a file whose header names another session than its file name is reported SessionNotFound (exit 2), not valid", SLOW, async () => {
+    const root = path.join(dir, "verify-l6")
+    fs.mkdirSync(root)
+    fs.writeFileSync(path.join(root, "a.jsonl"), closedTurnLog("a"))
+    // a renamed file, and a Windows reserved name stored without its encoding (CON is ~0043ON.jsonl)
+    fs.writeFileSync(path.join(root, "abc.jsonl"), closedTurnLog("ABC"))
+    fs.writeFileSync(path.join(root, "CON.jsonl"), closedTurnLog("CON"))
+    const store = `jsonl:${root}`
+    const doc = await cli(["verify", "--json", "--store", store])
+    assert.strictEqual(doc.code, 2, doc.stderr)
+    const reports = json(doc)
+    assert.deepStrictEqual(reports.map((r: any) => [r.id, r.ok, r.error?._tag, r.error?.rule]), [
+      ["a", true, undefined, undefined],
+      ["CON.jsonl", false, "SessionNotFound", "L6"],
+      ["abc.jsonl", false, "SessionNotFound", "L6"]
+    ])
+    // the same verdict as naming the session
+    const named = json(await cli(["verify", "--json", "--store", store, "--session", "abc"]))
+    assert.deepStrictEqual([named.ok, named.error._tag, named.error.rule], [false, "SessionNotFound", "L6"])
+    const people = await cli(["verify", "--store", store])
+    assert.strictEqual(people.stdout.trimEnd().split("\n").at(-1), "3 sessions: 1 valid, 0 invalid, 2 unreadable")
+  })
+
   it("an empty store: no summary, just no sessions", SLOW, async () => {
     const root = path.join(dir, "empty-root")
     fs.mkdirSync(root)

@@ -9,12 +9,13 @@ import * as Path from "@effect/platform/Path"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import { SessionNotFound } from "../../schema/Errors.js"
 import { encodeSessionId } from "../../schema/SessionIdEncoding.js"
 import { SessionStore } from "../../services/SessionStore.js"
 import { type TornTailReport, verifyEach, type VerifyReport, verifySession } from "../Verify.js"
 import { failOn, file, json, resolve, resolveSpec, runCommand, session, store } from "./CommandSupport.js"
 import { describeError, dim, errorDocument, exitCodeFor, green, printJson, progress, red, yellow } from "./Output.js"
-import { openStore, readSessionFile, readSessionFileEach, sourceReader, storeNotFound, type StoreSpec } from "./Target.js"
+import { openStore, readSessionFile, readSessionFileEach, readSessionFileHeader, sourceReader, storeNotFound, type StoreSpec } from "./Target.js"
 
 type StoreReport = VerifyReport & { readonly id: string }
 
@@ -55,6 +56,25 @@ const unlistedFiles = (spec: StoreSpec, listed: ReadonlySet<string>) =>
     return names.filter((name) => /\.jsonlz?$/.test(name) && !name.startsWith(".") && !listed.has(name)).sort()
   })
 
+/**
+ * A store's file that `list` could not read. One whose header names another session than its file
+ * name encodes (a renamed file, a case-insensitive collision) is no session of the store: the
+ * store refuses it by id (L6, `SessionNotFound`), and so does its verify, however valid the log.
+ */
+const verifyUnlisted = (file: string, name: string) =>
+  Effect.gen(function*() {
+    const header = yield* Effect.option(readSessionFileHeader(file))
+    if (Option.isSome(header) && encodeSessionId(header.value.id) !== name.replace(/\.jsonlz?$/, "")) {
+      const mismatch = new SessionNotFound({
+        rule: "L6",
+        sessionId: header.value.id,
+        detail: `the header id "${header.value.id}" does not match the file name ${file}`
+      })
+      return { ok: false as const, error: errorDocument(mismatch).error }
+    }
+    return yield* verifyEach((sink) => readSessionFileEach(file, sink), readSessionFile(file))
+  })
+
 /** Verify every session of a store, then the JSONL files `list` could not read. */
 const verifyStore = (storeOpt: string) =>
   Effect.gen(function*() {
@@ -72,8 +92,7 @@ const verifyStore = (storeOpt: string) =>
     }
     for (const name of unlisted) {
       const file = path.join(spec.kind === "jsonl" ? spec.root : "", name)
-      const report = yield* verifyEach((sink) => readSessionFileEach(file, sink), readSessionFile(file))
-      reports.push({ id: name, ...report })
+      reports.push({ id: name, ...(yield* verifyUnlisted(file, name)) })
       yield* bar.tick(reports.length)
     }
     yield* bar.done
