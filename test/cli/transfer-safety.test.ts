@@ -288,3 +288,16 @@ describe("a whole-store export into a store's directory never stores a session u
     assert.strictEqual((await cli(["list", "--json", "--store", "jsonlz:z"], root)).code, 0)
   })
 })
+
+describe("import of a session without events", () => {
+  it("§7.1: a header-only file is not stored (a store keeps a session from its first event); the count says so and stderr names it", async () => {
+    const root = fresh("import-empty")
+    fs.writeFileSync(path.join(root, "s.jsonl"), closedTurnLog("s"))
+    fs.writeFileSync(path.join(root, "e.jsonl"), JSON.stringify({ type: "session", version: 1, id: "e", createdAt: 1 }) + "\n")
+    const r = await cli(["import", "--json", "--store", "jsonl:st", "s.jsonl", "e.jsonl"], root)
+    assert.strictEqual(r.code, 0, r.stderr)
+    assert.deepStrictEqual(json(r), { sessions: 1, events: 3 })
+    assert.match(r.stderr, /e\.jsonl holds session "e" without events; a session is stored from its first event, so it was not stored/)
+    assert.deepStrictEqual(json(await cli(["list", "--json", "--store", "jsonl:st"], root)).map((s: { id: string }) => s.id), ["s"])
+  })
+})

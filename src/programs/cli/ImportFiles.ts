@@ -166,7 +166,14 @@ export const importItems = <E>(
         yield* onImported(imported.length)
       }
     })).pipe(Effect.onInterrupt(() => undoInterrupted), Effect.either)
-    if (written._tag === "Right") return { sessions: items.length, events: items.reduce((n, i) => n + i.events, 0) }
+    if (written._tag === "Right") {
+      // a store keeps a session from its first event (SPEC §7.1): a file of a header alone adds nothing
+      const empty = items.filter((i) => i.events === 0)
+      for (const i of empty) {
+        yield* Effect.logWarning(`import: ${i.file} holds session "${i.header.id}" without events; a session is stored from its first event, so it was not stored`)
+      }
+      return { sessions: items.length - empty.length, events: items.reduce((n, i) => n + i.events, 0) }
+    }
     const error = written.left
     if (fresh.length > 0) {
       const removed = yield* Effect.either(removeFresh)
