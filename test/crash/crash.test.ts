@@ -16,7 +16,7 @@
  * checkpoint's flush stored: pre-step, before the model request, before a tool body, at the turn's
  * end), so the guarantees are checked for the agent's default mode too.
  *
- * Running more trials (the default is 50 per backend and mode, 20 for jsonlz):
+ * Running more trials (the default is 30 per backend and mode, 12 for jsonlz):
  *   CRASH_TRIALS=1000 npx vitest run test/crash/crash.test.ts
  * Other knobs: CRASH_SEED (plan seed, printed on failure), CRASH_BACKENDS=jsonl,jsonlz,sqlite, CRASH_MODES=durable,batched,
  * CRASH_CHILD_RUNNER=tsx (run the child through node_modules/.bin/tsx instead of a bundle made
@@ -49,7 +49,7 @@ import * as Seed from "../../src/services/Seed.js"
 
 type Kind = "jsonl" | "jsonlz" | "sqlite"
 /** Trials per backend and mode; the compressed layout shares the plain one's code paths but the codec, so fewer by default. */
-const trialsOf = (kind: Kind) => Number(process.env.CRASH_TRIALS ?? (kind === "jsonlz" ? "20" : "50"))
+const trialsOf = (kind: Kind) => Number(process.env.CRASH_TRIALS ?? (kind === "jsonlz" ? "12" : "30"))
 const SEED = Number(process.env.CRASH_SEED ?? "20251130")
 const BACKENDS = (process.env.CRASH_BACKENDS ?? "jsonl,jsonlz,sqlite").split(",") as Array<Kind>
 /** Persistence modes of the child: durable (an ack per append) and batched (acks at the §7.3 checkpoints). */

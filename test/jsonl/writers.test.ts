@@ -28,7 +28,7 @@ import { header, turnStart } from "./helpers.js"
 import { bundleScript, childEnv, prng } from "../helpers/processes.js"
 import { spawnHolder } from "./holder.js"
 
-const ROUNDS = Number(process.env.WRITERS_ROUNDS ?? "30")
+const ROUNDS = Number(process.env.WRITERS_ROUNDS ?? "20")
 const SEED = Number(process.env.WRITERS_SEED ?? "20261201")
 const PAUSE_MS = Number(process.env.WRITERS_PAUSE_MS ?? "250")
 const COUNT = Number(process.env.WRITERS_COUNT ?? "12")
