@@ -11,7 +11,7 @@
  * once, with its writer's content; no seq was acknowledged twice; a torn tail only ever holds
  * unacknowledged bytes; no lock or temporary file is left behind.
  *
- * More rounds (the default is 50 per scenario and writer count):
+ * More rounds (the default is 20 per scenario and writer count):
  *   WRITERS_ROUNDS=1000 npx vitest run test/jsonl/writers.test.ts
  * Other knobs: WRITERS_SEED, WRITERS_PAUSE_MS (default 250), WRITERS_COUNT (appends per writer, 12).
  */
