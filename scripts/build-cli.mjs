@@ -1,5 +1,5 @@
-// Bundles the CLI into dist/session-log.mjs (one file: fast start-up). better-sqlite3 and fs-ext
-// stay external (native addons). bin/session-log.js uses the bundle while it is newer than src/.
+// Bundles the CLI into dist/session-log.mjs (one file: fast start-up). better-sqlite3 and
+// fs-native-extensions stay external (native addons). bin/session-log.js uses the bundle while it is newer than src/.
 import { build } from "esbuild"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -13,7 +13,7 @@ await build({
   platform: "node",
   format: "esm",
   target: "node20",
-  external: ["better-sqlite3", "fs-ext"],
+  external: ["better-sqlite3", "fs-native-extensions"],
   banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
   logLevel: "warning"
 })

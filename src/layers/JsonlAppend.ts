@@ -1,6 +1,6 @@
 /**
  * The JSONL store's append (SPEC §7.4.3): a registered session materialised by its first batch
- * (temporary file, no-overwrite link under the root's lock), then batches onto the file — for a
+ * (temporary file, no-overwrite link under the id's publication lock), then batches onto the file — for a
  * plain file in the common case one synchronous step (lock, check the cached state, write, fsync,
  * release), else under the locks with the stored next seq from the cache, the read's hint (one
  * line or frame checked) or a rescan; a compressed file's batch is encoded under the locks into
@@ -16,7 +16,7 @@ import { STREAMED_WRITE_BYTES, type WriteFailure, writeBatch, writeBatchStreamed
 import type { CodecFailure } from "./JsonlCompression.js"
 import { type Batch, batchOf, headerLine, storageLines } from "./JsonlFormat.js"
 import { encodeFrames, type FrameText, frameTexts, MAGIC, type OpenSegment } from "./JsonlFrames.js"
-import { type HeldLock, releaseLock, tryLockFile, withDirectoryLock } from "./JsonlLock.js"
+import { type HeldLock, releaseLock, tryLockFile, withPublishLock } from "./JsonlLock.js"
 import { lastFrameEnd, lastRecordEnd } from "./JsonlReader.js"
 import * as JsonlSessions from "./JsonlSessions.js"
 import { mapFs, notFound, type Pieces, rescan, underLock } from "./JsonlPieces.js"
@@ -60,7 +60,7 @@ const codecFailed = (cause: CodecFailure) => new StoreFailure({ method: "append"
 
 /**
  * Materialisation: header and batch to a temporary file, published by a no-overwrite link (J14)
- * under the root's lock, refused too when the session's name in the other layout exists. In the
+ * under the id's publication lock, refused too when the session's name in the other layout exists. In the
  * compressed layout the header line is the first frame alone, starting the first segment.
  */
 const materialise = (p: Pieces, id: string, header: SessionHeader, count: number, lines: ReadonlyArray<string>) =>
@@ -84,9 +84,9 @@ const materialise = (p: Pieces, id: string, header: SessionHeader, count: number
       Effect.gen(function*() {
         const temp = yield* restore(p.files.writeTemp(name, parts).pipe(mapFs("append")))
         yield* restore(Effect.gen(function*() {
-          const linked = yield* withDirectoryLock(
+          const linked = yield* withPublishLock(
             p.sync,
-            p.files.root,
+            p.files.publishLockOf(name),
             { method: "append", lockTimeoutMs: p.lockTimeoutMs },
             p.files.publish(temp.path, file, rival).pipe(mapFs("append"))
           )

@@ -1,17 +1,18 @@
 /**
  * The JSONL appender (SPEC §7.4.3 steps 5–6), the one module that uses synchronous node:fs: the
  * `SyncFileSystem` port (the file calls of the append hot path and the kernel lock; node:fs and
- * `flock(2)` by default, replaced in tests to inject faults), its errors as PlatformErrors, and
- * the write of a batch onto a locked session file: every byte and fsync, else rolled back.
+ * the `fs-native-extensions` lock by default, replaced in tests to inject faults), its errors as
+ * PlatformErrors, and the write of a batch onto a locked session file: every byte and fsync, else
+ * rolled back.
  */
 import { type PlatformError, SystemError, type SystemErrorReason } from "@effect/platform/Error"
 import type * as FileSystem from "@effect/platform/FileSystem"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as FsExt from "fs-ext"
 import * as NodeFs from "node:fs"
 import type { Batch } from "./JsonlFormat.js"
+import { lockAddon } from "./NativeLock.js"
 
 // ---------------------------------------------------------------------------------------------
 // The port
@@ -26,8 +27,13 @@ export interface SyncFileSystem {
    * `"create"`: a new file (`wx`: EEXIST when it exists) with `mode`.
    */
   readonly open: (path: string, flags: "append" | "create", mode?: number) => number
-  /** Open a directory for reading (its descriptor can be locked, `tryLock`). */
-  readonly openDirectory: (path: string) => number
+  /**
+   * Open a lock file for reading and writing, creating it (mode 0600) when missing (`created`);
+   * its descriptor can be locked (`tryLock`).
+   */
+  readonly openLockFile: (path: string) => { readonly fd: number; readonly created: boolean }
+  /** Remove a name (ENOENT when missing). */
+  readonly unlink: (path: string) => void
   /** Write `length` bytes of `buffer` from `offset`; returns how many were written. */
   readonly write: (fd: number, buffer: Uint8Array, offset: number, length: number) => number
   /** Write the UTF-8 bytes of `text`; returns how many were written (fewer on a partial write). */
@@ -40,9 +46,10 @@ export interface SyncFileSystem {
   /** Identity, size and modification time; `undefined` when the path does not exist. */
   readonly stat: (path: string) => FileStat | undefined
   /**
-   * Try to take the exclusive advisory lock of an open file (`flock(LOCK_EX | LOCK_NB)`) without
-   * waiting: `true` when taken, `false` when another open file description holds it. The kernel
-   * releases it when the descriptor is closed or its process dies.
+   * Try to take the exclusive advisory lock of a file opened for writing without waiting: `true`
+   * when taken, `false` when another open file description holds it. The kernel releases it when
+   * the descriptor is closed or its process dies (an open-file-description lock on Linux, `flock`
+   * on macOS, `LockFileEx` on Windows: `fs-native-extensions`, loaded on the first call).
    */
   readonly tryLock: (fd: number) => boolean
 }
@@ -59,7 +66,15 @@ const APPEND = NodeFs.constants.O_WRONLY | NodeFs.constants.O_APPEND
 /** The node:fs implementation of `SyncFileSystem`. */
 export const nodeSyncFileSystem: SyncFileSystem = {
   open: (path, flags, mode) => NodeFs.openSync(path, flags === "append" ? APPEND : "wx", mode),
-  openDirectory: (path) => NodeFs.openSync(path, NodeFs.constants.O_RDONLY | NodeFs.constants.O_DIRECTORY),
+  openLockFile: (path) => {
+    try {
+      return { fd: NodeFs.openSync(path, NodeFs.constants.O_RDWR | NodeFs.constants.O_CREAT | NodeFs.constants.O_EXCL, 0o600), created: true }
+    } catch (e) {
+      if (thrownCode(e) !== "EEXIST") throw e
+      return { fd: NodeFs.openSync(path, NodeFs.constants.O_RDWR), created: false }
+    }
+  },
+  unlink: (path) => NodeFs.unlinkSync(path),
   write: (fd, buffer, offset, length) => NodeFs.writeSync(fd, buffer, offset, length),
   writeString: (fd, text) => NodeFs.writeSync(fd, text, null, "utf8"),
   fsync: (fd) => NodeFs.fsyncSync(fd),
@@ -67,21 +82,12 @@ export const nodeSyncFileSystem: SyncFileSystem = {
   close: (fd) => NodeFs.closeSync(fd),
   fstat: (fd) => NodeFs.fstatSync(fd),
   stat: (path) => NodeFs.statSync(path, { throwIfNoEntry: false }),
-  tryLock: (fd) => {
-    try {
-      FsExt.flockSync(fd, "exnb")
-      return true
-    } catch (e) {
-      const code = thrownCode(e)
-      if (code === "EAGAIN" || code === "EWOULDBLOCK") return false
-      throw e
-    }
-  }
+  tryLock: (fd) => lockAddon().tryLock(fd)
 }
 
 /**
  * The port as a service. A JSONL store takes the one in its context when it is built, node:fs
- * and `flock(2)` when none is provided.
+ * and the native lock when none is provided.
  */
 export const SyncFileSystem: Context.Reference<SyncFileSystem, SyncFileSystem> = Context.Reference<SyncFileSystem>()(
   "effect-session-log/SyncFileSystem",

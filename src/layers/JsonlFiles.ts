@@ -70,6 +70,8 @@ export interface JsonlFiles {
    * when `file` exists, or its `rival` (the session's name in the other layout) does.
    */
   readonly publish: (temp: string, file: string, rival?: string) => Effect.Effect<boolean, PlatformError>
+  /** The hidden lock file a publication of the session named `name` holds while it publishes (`.<name>.lock`). */
+  readonly publishLockOf: (name: string) => string
   /**
    * Keep `file` as `<file>.v<version>.bak` (then `.v<version>.1.bak`, ...), rename `temp` over it
    * and fsync its directory; the temp is removed on failure. `file` is never absent (nor a link:
@@ -295,6 +297,7 @@ export const make = (root: string, named?: NamedFile): Effect.Effect<JsonlFiles,
       stat,
       ensureRoot,
       writeTemp,
+      publishLockOf: (name) => path.join(dir, `.${name}.lock`),
       realFile,
       publish,
       replace,

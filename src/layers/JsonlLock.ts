@@ -1,10 +1,11 @@
 /**
- * The JSONL session lock (SPEC §7.4.5, S6): an exclusive kernel advisory lock (`flock`) on the
- * session file itself, taken without blocking and retried on a `Schedule` until `lockTimeoutMs`.
- * The kernel releases it when its holder closes the descriptor or dies, so a lock is never broken
- * on a guess: a dead holder frees it at once, a paused one makes the others wait. No lock file
- * exists, so nothing is left in the user's directory. Publishing a new session file takes the
- * same kind of lock on the root directory (its two possible names are checked together).
+ * The JSONL session lock (SPEC §7.4.5, S6): an exclusive kernel advisory lock on the session file
+ * itself (`fs-native-extensions`: an open-file-description lock on Linux), taken without blocking
+ * and retried on a `Schedule` until `lockTimeoutMs`. The kernel releases it when its holder closes
+ * the descriptor or dies, so a lock is never broken on a guess: a dead holder frees it at once, a
+ * paused one makes the others wait. No lock file outlives its holder. Publishing a new session
+ * file takes the same kind of lock on a hidden per-id file that exists only while held (its two
+ * possible names are checked together under it).
  */
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
@@ -13,7 +14,7 @@ import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import type { SystemError } from "@effect/platform/Error"
 import { SessionNotFound, StoreFailure } from "../schema/Errors.js"
-import { type SyncFileSystem, thrownCode, toSystemError } from "./JsonlAppender.js"
+import { type FileStat, type SyncFileSystem, thrownCode, toSystemError } from "./JsonlAppender.js"
 
 /**
  * Lock waits use wall-clock time even when a test replaces the Clock service (a TestClock would
@@ -50,7 +51,7 @@ export const tryLockFile = (files: SyncFileSystem, file: string): HeldLock | Loc
     } catch (e) {
       return thrownCode(e) === "ENOENT" ? "missing" : toSystemError("open", file, e)
     }
-    let method = "flock"
+    let method = "lock"
     try {
       if (!files.tryLock(fd)) {
         closeQuietly(files, fd)
@@ -128,18 +129,31 @@ export const acquireLock = (
     })
   ).pipe(Effect.withClock(wallClock))
 
-/** Where a directory cannot be locked (`flock` on a directory of some network filesystems). */
-const UNLOCKABLE: ReadonlySet<string> = new Set(["EBADF", "EINVAL", "ENOTSUP", "EOPNOTSUPP", "ENOLCK", "EISDIR", "EPERM", "EACCES"])
+/** Where a file system offers no such lock (some network file systems). */
+const UNLOCKABLE: ReadonlySet<string> = new Set(["EBADF", "EINVAL", "ENOTSUP", "EOPNOTSUPP", "ENOLCK", "EPERM"])
+
+const unlinkQuietly = (files: SyncFileSystem, file: string): void => {
+  try {
+    files.unlink(file)
+  } catch {
+    // gone already, or left for the next publisher of the id to reuse
+  }
+}
 
 /**
- * Run `body` holding the root directory's lock (waiting as `acquireLock` does, S6): a session
- * file is published under it, so that its name in one layout is never created while the other
- * layout's name exists. Where the directory cannot be opened or locked, `body` runs unlocked
- * (the check and the link then race, as they did before the compressed layout).
+ * Run `body` holding a session id's publication lock (waiting as `acquireLock` does, S6): a new
+ * session file is published under it, so that its name in one layout is never created while the
+ * other layout's name exists. The lock is a hidden file beside the session (`lockFile`) that
+ * exists only while it is held: it is opened (created when missing), locked, checked to be the
+ * file at its name still (a holder that finished removed it: then the attempt starts again on the
+ * new one), and removed before it is closed. A process killed while holding it leaves the empty
+ * file, which the next publication of the id locks, reuses and removes. Where the lock file cannot
+ * be created, or the file system offers no lock, `body` runs unlocked (the check and the link then
+ * race, as they did before the compressed layout).
  */
-export const withDirectoryLock = <A, E>(
+export const withPublishLock = <A, E>(
   files: SyncFileSystem,
-  dir: string,
+  lockFile: string,
   options: { readonly method: string; readonly lockTimeoutMs: number },
   body: Effect.Effect<A, E>
 ): Effect.Effect<A, E | StoreFailure> =>
@@ -148,30 +162,53 @@ export const withDirectoryLock = <A, E>(
       Effect.gen(function*() {
         const driver = yield* Schedule.driver(lockWait(options.lockTimeoutMs))
         for (;;) {
-          let fd: number
+          let opened: { readonly fd: number; readonly created: boolean }
           try {
-            fd = files.openDirectory(dir)
+            opened = files.openLockFile(lockFile)
           } catch {
             return undefined
           }
+          const { created, fd } = opened
           let taken: boolean
           try {
             taken = files.tryLock(fd)
           } catch (e) {
             closeQuietly(files, fd)
+            // nobody can hold a lock file this attempt created and could not lock
+            if (created) unlinkQuietly(files, lockFile)
             const code = thrownCode(e)
             if (code !== undefined && UNLOCKABLE.has(code)) return undefined
-            return yield* new StoreFailure({ method: options.method, cause: toSystemError("flock", dir, e) })
+            return yield* new StoreFailure({ method: options.method, cause: toSystemError("lock", lockFile, e) })
           }
-          if (taken) return fd
+          if (taken) {
+            let current: FileStat | undefined
+            let locked: FileStat
+            try {
+              locked = files.fstat(fd)
+              current = files.stat(lockFile)
+            } catch (e) {
+              closeQuietly(files, fd)
+              return yield* new StoreFailure({ method: options.method, cause: toSystemError("stat", lockFile, e) })
+            }
+            if (current !== undefined && current.ino === locked.ino) return fd
+            // removed (or replaced) by the holder we waited for: lock the one there now
+            closeQuietly(files, fd)
+            continue
+          }
           closeQuietly(files, fd)
           const waited = yield* Effect.interruptible(Effect.option(driver.next(undefined)))
           if (Option.isNone(waited)) {
-            return yield* new StoreFailure({ rule: "S6", method: options.method, cause: "lock timeout", detail: dir })
+            return yield* new StoreFailure({ rule: "S6", method: options.method, cause: "lock timeout", detail: lockFile })
           }
         }
       })
     ).pipe(Effect.withClock(wallClock)),
     () => body,
-    (fd) => Effect.sync(() => fd === undefined ? undefined : closeQuietly(files, fd))
+    // removed while still held, so that nobody locks a name that is about to go away
+    (fd) =>
+      Effect.sync(() => {
+        if (fd === undefined) return
+        unlinkQuietly(files, lockFile)
+        closeQuietly(files, fd)
+      })
   )

@@ -4,9 +4,11 @@
  * when a `-wal` file exists, else as an immutable file whose identity is checked after every read —
  * so that a read creates, locks or modifies nothing. Uses node:fs directly: the store's
  * constructors require no FileSystem, and better-sqlite3 opens the file synchronously itself.
+ * The driver (`@effect/sql-sqlite-node` over the better-sqlite3 native addon) is loaded by the
+ * first open, never by an import: a program without SQLite runs where the addon is missing.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import type * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -132,15 +134,36 @@ const openTarget = (options: SqliteOpenOptions): Effect.Effect<OpenTarget, Store
     return Effect.succeed({ _tag: "write", filename: literalName(filename) })
   })
 
+/** What to do when the driver cannot be loaded. */
+const ADDON_ADVICE =
+  "the native addon better-sqlite3 (through @effect/sql-sqlite-node) could not be loaded: install it for this platform " +
+  "(npm install better-sqlite3; it builds from source where no prebuilt binary is offered), or use another store"
+
+/** Whether a failure is the driver's native addon missing or unloadable rather than the database's. */
+const isAddonFailure = (cause: unknown): boolean => {
+  const code = (cause as { readonly code?: unknown } | null)?.code
+  if (code === "ERR_DLOPEN_FAILED" || code === "MODULE_NOT_FOUND" || code === "ERR_MODULE_NOT_FOUND") return true
+  return cause instanceof Error && /bindings file|better_sqlite3\.node|NODE_MODULE_VERSION/.test(cause.message)
+}
+
+/** The SQLite driver module, imported on the first open (cached by the module system). */
+const driver = Effect.tryPromise({
+  try: () => import("@effect/sql-sqlite-node/SqliteClient"),
+  catch: (cause) => new StoreFailure({ method: "open", cause, detail: ADDON_ADVICE })
+})
+
 /** The `@effect/sql-sqlite-node` client on `filename`, not yet checked; closed with the scope. */
 const buildClient = (filename: string, readonly: boolean) =>
-  Layer.build(SqliteClient.layer({ filename, readonly, disableWAL: true })).pipe(
-    // the better-sqlite3 constructor throws (e.g. a missing directory) inside the client's
-    // Effect.gen, so its defect is this layer's StoreFailure
-    Effect.catchAllDefect((cause) => new StoreFailure({ method: "open", cause })),
-    Effect.mapError((e) => e instanceof StoreFailure ? e : new StoreFailure({ method: "open", cause: e })),
-    Effect.map((context) => Context.get(context, SqlClient.SqlClient))
-  )
+  Effect.flatMap(driver, (Sqlite: typeof SqliteClient) =>
+    Layer.build(Sqlite.layer({ filename, readonly, disableWAL: true })).pipe(
+      // the better-sqlite3 constructor throws (e.g. a missing directory, or an addon that cannot
+      // be loaded) inside the client's Effect.gen, so its defect is this layer's StoreFailure
+      Effect.catchAllDefect((cause) =>
+        new StoreFailure({ method: "open", cause, ...(isAddonFailure(cause) ? { detail: ADDON_ADVICE } : {}) })
+      ),
+      Effect.mapError((e) => e instanceof StoreFailure ? e : new StoreFailure({ method: "open", cause: e })),
+      Effect.map((context) => Context.get(context, SqlClient.SqlClient))
+    ))
 
 /**
  * The `@effect/sql-sqlite-node` client on `options.filename` as `openTarget` decides, not yet

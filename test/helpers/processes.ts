@@ -16,7 +16,7 @@ export const bundleScript = (source: string, outfile: string): string => {
     "--platform=node",
     "--format=cjs",
     "--external:better-sqlite3",
-    "--external:fs-ext",
+    "--external:fs-native-extensions",
     `--outfile=${outfile}`,
     "--log-level=error"
   ])

@@ -1,20 +1,30 @@
 /**
  * Another OS process holding a JSONL session file's kernel lock, for lock tests: it opens the
- * file, takes `flock(LOCK_EX)` and says `locked`; a line on its stdin makes it close the file
+ * file for writing, takes its exclusive kernel lock (`fs-native-extensions`, as the store does)
+ * and says `locked`; a line on its stdin makes it close the file
  * (releasing the lock) and exit. Tests pause it (SIGSTOP), continue it, or kill it (SIGKILL).
  */
 import * as Effect from "effect/Effect"
 import { type ChildProcess, spawn } from "node:child_process"
-import { closeSync, openSync } from "node:fs"
-import { resolve } from "node:path"
-import * as FsExt from "fs-ext"
+import { closeSync, constants, openSync, unlinkSync } from "node:fs"
+import { createRequire } from "node:module"
+import { join, resolve } from "node:path"
 
 const repo = resolve(import.meta.dirname, "../..")
 
+const addon = createRequire(import.meta.url)("fs-native-extensions") as {
+  readonly tryLock: (fd: number) => boolean
+}
+
+/** Take `fd`'s exclusive lock without waiting; throws when another description holds it. */
+const lockNow = (fd: number): void => {
+  if (!addon.tryLock(fd)) throw new Error("held")
+}
+
 const HOLDER_SOURCE = `
-const fs = require("node:fs"), fx = require("fs-ext")
+const fs = require("node:fs"), fx = require("fs-native-extensions")
 const fd = fs.openSync(process.argv[1], "a")
-fx.flockSync(fd, "ex")
+fx.waitForLockSync(fd)
 process.stdout.write("locked\\n")
 process.stdin.once("data", () => { fs.closeSync(fd); process.exit(0) })
 `
@@ -60,10 +70,7 @@ export const spawnHolder = (file: string) =>
 export const isLocked = (file: string): boolean => {
   const fd = openSync(file, "a")
   try {
-    FsExt.flockSync(fd, "exnb")
-    return false
-  } catch {
-    return true
+    return !addon.tryLock(fd)
   } finally {
     closeSync(fd)
   }
@@ -72,13 +79,22 @@ export const isLocked = (file: string): boolean => {
 /** Hold `file`'s lock from this process through another open file description; close to release. */
 export const holdInProcess = (file: string): { readonly release: () => void } => {
   const fd = openSync(file, "a")
-  FsExt.flockSync(fd, "exnb")
+  lockNow(fd)
   return { release: () => closeSync(fd) }
 }
 
-/** Hold a directory's lock (the JSONL root's, §7.4.5) from this process; close to release. */
-export const holdDirectoryInProcess = (dir: string): { readonly release: () => void } => {
-  const fd = openSync(dir, "r")
-  FsExt.flockSync(fd, "exnb")
-  return { release: () => closeSync(fd) }
+/**
+ * Hold the publication lock of the session file named `name` in `root` (§7.4.5: the hidden
+ * `.<name>.lock`, created for the hold) from this process; release removes it and closes it.
+ */
+export const holdPublishLockInProcess = (root: string, name: string): { readonly release: () => void } => {
+  const file = join(root, `.${name}.lock`)
+  const fd = openSync(file, constants.O_RDWR | constants.O_CREAT, 0o600)
+  lockNow(fd)
+  return {
+    release: () => {
+      unlinkSync(file)
+      closeSync(fd)
+    }
+  }
 }

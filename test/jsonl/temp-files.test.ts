@@ -1,6 +1,6 @@
 /**
  * Temporary files of the JSONL store (SPEC §7.4.3) never outlive the operation that wrote them:
- * a first append whose publication fails (the root's lock not taken in time) or is interrupted
+ * a first append whose publication fails (the session's publication lock not taken in time) or is interrupted
  * after its temporary file exists leaves nothing in the root; a log replacement through a session
  * file that is a symbolic link rewrites the file it points to and keeps the link.
  */
@@ -10,19 +10,19 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import type { Event } from "../../src/schema/Events.js"
 import { fixture, header, turn } from "./helpers.js"
-import { holdDirectoryInProcess } from "./holder.js"
+import { holdPublishLockInProcess } from "./holder.js"
 
 const provide = Effect.provide(NodeContext.layer)
 
 for (const compress of [false, true]) {
   const layout = compress ? "compressed" : "plain"
   describe(`JSONL temporary files (${layout})`, () => {
-    it.scopedLive("a first append that cannot take the root's lock in time fails S6 and leaves no temporary file", () =>
+    it.scopedLive("a first append that cannot take the session's publication lock in time fails S6 and leaves no temporary file", () =>
       Effect.gen(function*() {
         const { fs, root, store } = yield* fixture({ compress, lockTimeoutMs: 100 })
         yield* fs.makeDirectory(root)
         yield* store.create(header("s"))
-        const holder = holdDirectoryInProcess(root)
+        const holder = holdPublishLockInProcess(root, "s")
         const failed = yield* Effect.flip(store.append("s", turn(0), { expectedSeq: 0 }))
         holder.release()
         assert.strictEqual(failed._tag, "StoreFailure")
@@ -38,11 +38,12 @@ for (const compress of [false, true]) {
         const { fs, root, store } = yield* fixture({ compress, lockTimeoutMs: 30_000 })
         yield* fs.makeDirectory(root)
         yield* store.create(header("s"))
-        const holder = holdDirectoryInProcess(root)
+        const holder = holdPublishLockInProcess(root, "s")
         const fiber = yield* Effect.fork(store.append("s", turn(0), { expectedSeq: 0 }))
-        // the temporary file is written, the publication waits for the root's lock
-        while ((yield* fs.readDirectory(root)).length === 0) yield* Effect.sleep("5 millis")
-        assert.match((yield* fs.readDirectory(root))[0], /^\.s\.[0-9a-f]+\.tmp$/)
+        // the temporary file is written, the publication waits for the session's publication lock
+        const tmp = (names: ReadonlyArray<string>) => names.filter((n) => n.endsWith(".tmp"))
+        while (tmp(yield* fs.readDirectory(root)).length === 0) yield* Effect.sleep("5 millis")
+        assert.match(tmp(yield* fs.readDirectory(root))[0]!, /^\.s\.[0-9a-f]+\.tmp$/)
         const interrupting = yield* Effect.fork(Fiber.interrupt(fiber))
         holder.release()
         yield* Fiber.join(interrupting)
