@@ -27,6 +27,7 @@ import {
   resolve,
   resolveSpec,
   runCommand,
+  runWritingCommand,
   session,
   store
 } from "./CommandSupport.js"
@@ -71,15 +72,23 @@ const trialRun = <E, R>(
     return (yield* handle.events).length - before
   }))
 
-/** Open a session for a writing command and run `program` on it; returns the events it appended. */
+/**
+ * Open a session for a writing command and run `program` on it; returns the events it appended.
+ * `interruptible` marks the trial run (no write yet) as the part a SIGINT may cut short, when
+ * the command runs the rest uninterruptibly (`runWritingCommand`).
+ */
 const onOpenedSession = <E, R>(
   src: SessionSource,
-  program: Effect.Effect<unknown, E, Session.Session | R>
+  program: Effect.Effect<unknown, E, Session.Session | R>,
+  interruptible: <X, Y, Z>(effect: Effect.Effect<X, Y, Z>) => Effect.Effect<X, Y, Z> = (effect) => effect
 ) =>
   Effect.gen(function*() {
-    const { id, store: read } = yield* openSessionStore(src, { readOnly: true })
     // nothing to do (or a rejection) writes nothing: not even the closers and end-seed of an open
-    if ((yield* trialRun(read, id, program)) === 0) return []
+    const { appended, id } = yield* interruptible(Effect.gen(function*() {
+      const { id, store: read } = yield* openSessionStore(src, { readOnly: true })
+      return { appended: yield* trialRun(read, id, program), id }
+    }))
+    if (appended === 0) return []
     const { store: s } = yield* openSessionStore(src)
     const handle = yield* SessionLive.open(id).pipe(Effect.provideService(SessionStore, s))
     const before = (yield* handle.events).length
@@ -126,9 +135,9 @@ const rangeEnd = optionalInteger("end", "<seq>", "last surface seq of an explici
 
 /** `compact`. */
 export const compactCommand = Command.make("compact", { json, store, session, file, retain, start: rangeStart, end: rangeEnd }, (o) =>
-  runCommand(
+  runWritingCommand(
     o.json,
-    Effect.gen(function*() {
+    (interruptible) => Effect.gen(function*() {
       const src = yield* resolve(o.file, o.session, o.store)
       const region = Option.isSome(o.start) && Option.isSome(o.end) ? { start: o.start.value, end: o.end.value } : undefined
       if ((Option.isSome(o.start) || Option.isSome(o.end)) && region === undefined) {
@@ -138,7 +147,10 @@ export const compactCommand = Command.make("compact", { json, store, session, fi
         mode: "manual",
         ...(region === undefined ? { retainTokens: Option.getOrElse(o.retain, () => 0) } : { region })
       }
-      return yield* onOpenedSession(src, Compact.compact(options)).pipe(Effect.provide(layerSummarizerDeterministic))
+      // the compaction's write is not cut in half by a SIGINT: it lands and is reported
+      return yield* onOpenedSession(src, Compact.compact(options), interruptible).pipe(
+        Effect.provide(layerSummarizerDeterministic)
+      )
     }),
     (events) => o.json ? printJson(events) : Console.log(eventTable(events))
   )).pipe(Command.withDescription("manual compaction with the deterministic summariser (between turns)"))
@@ -177,10 +189,13 @@ const child = Options.text("child").pipe(
 
 /** `fork`. */
 export const forkCommand = Command.make("fork", { json, store, session, file, at: forkAt, child }, (o) =>
-  runCommand(
+  runWritingCommand(
     o.json,
-    Effect.gen(function*() {
-      const { id, store: s } = yield* openSessionStore(yield* resolve(o.file, o.session, o.store))
+    (interruptible) => Effect.gen(function*() {
+      const { id, store: s } = yield* interruptible(
+        Effect.flatMap(resolve(o.file, o.session, o.store), (src) => openSessionStore(src))
+      )
+      // the fork itself is not cut in half by a SIGINT: it lands and is reported (runWritingCommand)
       const handle = yield* SessionLive.fork(id, {
         ...(Option.isSome(o.at) ? { at: o.at.value } : {}),
         ...(Option.isSome(o.child) ? { childId: o.child.value } : {})
