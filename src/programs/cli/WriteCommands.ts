@@ -8,10 +8,12 @@ import * as Options from "@effect/cli/Options"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import { SessionNotFound } from "../../schema/Errors.js"
+import { SessionExists, SessionNotFound } from "../../schema/Errors.js"
+import { SESSION_FORMAT_VERSION } from "../../schema/Format.js"
 import { makeMemoryStore } from "../../layers/MemoryStore.js"
 import * as SessionLive from "../../layers/SessionLive.js"
 import { layerSummarizerDeterministic } from "../../layers/SummarizerLive.js"
+import * as Fork from "../../services/Fork.js"
 import { inspectLoaded } from "../../services/Resume.js"
 import * as Session from "../../services/Session.js"
 import { SessionStore, type SessionStoreShape } from "../../services/SessionStore.js"
@@ -192,14 +194,27 @@ export const forkCommand = Command.make("fork", { json, store, session, file, at
   runWritingCommand(
     o.json,
     (interruptible) => Effect.gen(function*() {
-      const { id, store: s } = yield* interruptible(
-        Effect.flatMap(resolve(o.file, o.session, o.store), (src) => openSessionStore(src))
+      // the plan (M1–M9) reads only: a refused fork never opens the store for writing
+      const { plan, src } = yield* interruptible(Effect.gen(function*() {
+        const src = yield* resolve(o.file, o.session, o.store)
+        const { id, store: read } = yield* openSessionStore(src, { readOnly: true })
+        const plan = yield* Fork.planFork(id, {
+          ...(Option.isSome(o.at) ? { at: o.at.value } : {}),
+          ...(Option.isSome(o.child) ? { childId: o.child.value } : {})
+        }).pipe(Effect.provideService(SessionStore, read))
+        return { plan, src }
+      }))
+      // the child's write (M10, what SessionLive.fork does after its plan) is not cut in half by a
+      // SIGINT: it lands and is reported (runWritingCommand)
+      const { store: s } = yield* openSessionStore(src)
+      const handle = yield* SessionLive.fromSeed({ header: plan.header, seed: plan.seed }).pipe(
+        Effect.provideService(SessionStore, s),
+        Effect.mapError((e) =>
+          e instanceof SessionExists
+            ? Fork.reject("M1", "SESSION_ALREADY_EXISTS", `a session "${String(plan.header.id)}" was created concurrently`)
+            : e
+        )
       )
-      // the fork itself is not cut in half by a SIGINT: it lands and is reported (runWritingCommand)
-      const handle = yield* SessionLive.fork(id, {
-        ...(Option.isSome(o.at) ? { at: o.at.value } : {}),
-        ...(Option.isSome(o.child) ? { childId: o.child.value } : {})
-      }).pipe(Effect.provideService(SessionStore, s))
       return handle.header
     }),
     (header) =>
@@ -214,6 +229,21 @@ const dropTornTail = Options.boolean("drop-torn-tail").pipe(
   Options.withDescription("accept dropping the complete lines of a torn tail (the original is kept as a backup)")
 )
 
+/**
+ * The reports of a migration with nothing to do (every session of `id`, or of the store, is in
+ * the current format), read without writing; `undefined` when a session needs an upgrade or
+ * cannot be read (the migration itself then reports it).
+ */
+const currentOnly = (read: SessionStoreShape, id: string | undefined) =>
+  Effect.gen(function*() {
+    const ids = id === undefined ? (yield* read.list()).map((h) => h.id) : [id]
+    for (const each of ids) {
+      const loaded = yield* Effect.either(read.load(each))
+      if (loaded._tag === "Left" || loaded.right.storedVersion !== SESSION_FORMAT_VERSION) return undefined
+    }
+    return ids.map((each): Migrate.MigrateReport => ({ id: each, status: "current" }))
+  })
+
 /** `migrate`. */
 export const migrateCommand = Command.make("migrate", { json, store, session, file, dropTornTail }, (o) =>
   runCommand(
@@ -223,6 +253,10 @@ export const migrateCommand = Command.make("migrate", { json, store, session, fi
       const target = whole
         ? { spec: yield* resolveSpec(o.store), id: undefined }
         : yield* Effect.flatMap(resolve(o.file, o.session, o.store), storeOfSource)
+      // nothing to migrate writes nothing: every session already current is decided on a
+      // read-only open (a SQLite store opened for writing is written by the open alone)
+      const current = yield* currentOnly(yield* openExistingStore(target.spec, { readOnly: true }), target.id)
+      if (current !== undefined) return current
       const s = yield* openExistingStore(target.spec)
       const options = { dropTornTail: o.dropTornTail }
       const program = target.id === undefined
