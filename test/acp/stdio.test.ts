@@ -136,6 +136,37 @@ describe("session-log acp over stdio", () => {
     assertOnlyFrames(second)
   }, SLOW)
 
+  it("list_files lists the session's cwd, not the agent process's; session/list titles a session by its first prompt", async () => {
+    const project = path.join(dir, "project")
+    fs.mkdirSync(project, { recursive: true })
+    fs.writeFileSync(path.join(project, "alpha.txt"), "a")
+    fs.writeFileSync(path.join(project, "beta.md"), "b")
+    const agent = start([], `jsonl:${path.join(dir, "cwd-store")}`)
+    await agent.connection.agent.request("initialize", { protocolVersion: acp.PROTOCOL_VERSION })
+    const { sessionId } = await agent.connection.agent.request("session/new", { cwd: project, mcpServers: [] })
+    const long = `list ${"the files of this project ".repeat(6)}`
+    const answer = await agent.connection.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: long }] })
+    assert.strictEqual(answer.stopReason, "end_turn")
+    const results = agent.updates.flatMap((n) =>
+      n.update.sessionUpdate === "tool_call_update" && n.update.status === "completed" ? [JSON.stringify(n.update)] : []
+    )
+    assert.strictEqual(results.length, 1)
+    assert.include(results[0], "alpha.txt")
+    assert.include(results[0], "beta.md")
+    assert.notInclude(results[0], "cwd-store", "not the process's working directory")
+    const listed = await agent.connection.agent.request("session/list", {})
+    const title = listed.sessions[0]?.title ?? ""
+    assert.isTrue(title.startsWith("list the files of this project"), title)
+    assert.isTrue(title.endsWith("…") && [...title].length === 80, title)
+    assert.strictEqual(await stop(agent), 0)
+    // a second process titles the stored session the same way
+    const second = start([], `jsonl:${path.join(dir, "cwd-store")}`)
+    await second.connection.agent.request("initialize", { protocolVersion: acp.PROTOCOL_VERSION })
+    const again = await second.connection.agent.request("session/list", {})
+    assert.strictEqual(again.sessions[0]?.title, title)
+    assert.strictEqual(await stop(second), 0)
+  }, SLOW)
+
   it("--model <module> serves the LanguageModel layer a module exports, recorded under its route", async () => {
     const module = path.resolve(__dirname, "fixtures/model-module.mjs")
     const root = path.join(dir, "model-store")

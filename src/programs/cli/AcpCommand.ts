@@ -24,6 +24,7 @@ import * as HeaderSnapshotterLive from "../../layers/HeaderSnapshotterLive.js"
 import { type CallScript, makeScriptedLanguageModel } from "../../layers/ScriptedLanguageModel.js"
 import * as SessionLive from "../../layers/SessionLive.js"
 import { nextId } from "../../services/IdGenerator.js"
+import { Session } from "../../services/Session.js"
 import { SessionStore } from "../../services/SessionStore.js"
 import { layerSessionFactory, serveStdio } from "../acp/Acp.js"
 import { resolveSpec, runCommand, store } from "./CommandSupport.js"
@@ -42,10 +43,21 @@ const Echo = Tool.make("echo", {
 
 const toolkit = Toolkit.make(ListFiles, Echo)
 
+// the tools act on the working directory of the session they run in (its header's cwd, which
+// ACP requires at session/new), not on the agent process's
 const handlers = toolkit.toLayer(Effect.gen(function*() {
   const fs = yield* FileSystem.FileSystem
   return {
-    list_files: () => fs.readDirectory(".").pipe(Effect.map((names) => [...names].sort()), Effect.orElseSucceed(() => [])),
+    list_files: () =>
+      Effect.serviceOption(Session).pipe(
+        Effect.flatMap((session) =>
+          Option.isSome(session) && session.value.header.cwd !== undefined
+            ? fs.readDirectory(session.value.header.cwd)
+            : Effect.succeed<ReadonlyArray<string>>([])
+        ),
+        Effect.map((names) => [...names].sort()),
+        Effect.orElseSucceed(() => [])
+      ),
     echo: ({ text }) => Effect.succeed(text)
   }
 }))
