@@ -167,6 +167,54 @@ describe("session-log acp over stdio", () => {
     assert.strictEqual(await stop(second), 0)
   }, SLOW)
 
+  it("acp --store x.db creates no database before a session is written, and an agent that only lists writes nothing", async () => {
+    const root = path.join(dir, "on-demand")
+    fs.mkdirSync(root)
+    const db = path.join(root, "x.db")
+    const files = () =>
+      Object.fromEntries(fs.readdirSync(root).sort().map((name) => {
+        const st = fs.statSync(path.join(root, name), { bigint: true })
+        return [name, `${st.mtimeNs} ${fs.readFileSync(path.join(root, name)).toString("base64")}`]
+      }))
+
+    const idle = start([], db)
+    await idle.connection.agent.request("initialize", { protocolVersion: acp.PROTOCOL_VERSION })
+    assert.deepStrictEqual((await idle.connection.agent.request("session/list", {})).sessions, [])
+    await idle.connection.agent.request("session/new", { cwd: dir, mcpServers: [] })
+    assert.strictEqual(await stop(idle), 0)
+    assert.deepStrictEqual(fs.readdirSync(root), [], "no database (nor -wal, -shm) before a session is written")
+
+    const writer = start([], db)
+    await writer.connection.agent.request("initialize", { protocolVersion: acp.PROTOCOL_VERSION })
+    const { sessionId } = await writer.connection.agent.request("session/new", { cwd: dir, mcpServers: [] })
+    const answer = await writer.connection.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "hello" }] })
+    assert.strictEqual(answer.stopReason, "end_turn")
+    assert.strictEqual(await stop(writer), 0)
+    assert.deepStrictEqual(fs.readdirSync(root), ["x.db"])
+
+    const before = files()
+    const reader = start([], db)
+    await reader.connection.agent.request("initialize", { protocolVersion: acp.PROTOCOL_VERSION })
+    const listed = await reader.connection.agent.request("session/list", {})
+    assert.deepStrictEqual(listed.sessions.map((s) => s.sessionId), [sessionId])
+    await reader.connection.agent.request("session/new", { cwd: dir, mcpServers: [] })
+    assert.strictEqual(await stop(reader), 0)
+    assert.deepStrictEqual(files(), before, "the database's bytes and mtime are unchanged, no -wal/-shm left")
+
+    // a loaded session read through the read-only open is written on its next prompt
+    const resumed = start([], db)
+    await resumed.connection.agent.request("initialize", { protocolVersion: acp.PROTOCOL_VERSION })
+    await resumed.connection.agent.request("session/load", { sessionId, cwd: dir, mcpServers: [] })
+    const again = await resumed.connection.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "more" }] })
+    assert.strictEqual(again.stopReason, "end_turn")
+    assert.strictEqual(await stop(resumed), 0)
+    const check = start([], db)
+    await check.connection.agent.request("initialize", { protocolVersion: acp.PROTOCOL_VERSION })
+    await check.connection.agent.request("session/load", { sessionId, cwd: dir, mcpServers: [] })
+    assert.deepStrictEqual(texts(check.updates, "user_message_chunk"), ["hello", "more"])
+    assert.strictEqual(await stop(check), 0)
+  }, SLOW)
+
   it("--model <module> serves the LanguageModel layer a module exports, recorded under its route", async () => {
     const module = path.resolve(__dirname, "fixtures/model-module.mjs")
     const root = path.join(dir, "model-store")
