@@ -3,7 +3,8 @@
  * one JSON array, filtered by type, turn, seq range and `--tail`. Streamed: a first read
  * validates the whole log and counts what the filter keeps (nothing is printed for an invalid
  * log), the next prints as it reads, so memory stays bounded by a chunk whatever the log's
- * length (a table's column widths take one more read). Never writes.
+ * length (a table's column widths take one more read). `--tail n` (n up to `TAIL_IN_MEMORY`) is
+ * one read keeping the last n matches. Never writes.
  */
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
@@ -64,6 +65,12 @@ const noMatch = (filter: EventFilter): string => {
 /** Write to stdout (synchronous for files and pipes on Linux: memory stays bounded). */
 const write = (text: string) => Effect.sync(() => void process.stdout.write(text))
 
+/**
+ * Up to this many `--tail` events are kept in memory from the one validating read; a longer tail
+ * is read again (memory stays bounded by a chunk).
+ */
+const TAIL_IN_MEMORY = 100_000
+
 /** The session a command names, opened for streamed reads. */
 const resolveSource = (o: {
   readonly file: Parameters<typeof resolve>[0]
@@ -92,6 +99,27 @@ const showPasses = (o: Parameters<typeof showFilter>[0] & Parameters<typeof reso
         }
         return out.length === 0 ? Effect.void : onKept(out)
       })
+    }
+    if (filter.tail !== undefined && filter.tail <= TAIL_IN_MEMORY) {
+      // --tail n: one read validates and keeps the last n matches (a ring of n), which are then shown
+      const n = filter.tail
+      const ring: Array<Event> = []
+      let next = 0
+      yield* pass(0, Infinity, (events) =>
+        Effect.sync(() => {
+          if (n === 0) return
+          for (const e of events) {
+            if (ring.length < n) ring.push(e)
+            else ring[next] = e
+            next = (next + 1) % n
+          }
+        }))
+      const last = ring.length < n ? ring : [...ring.slice(next), ...ring.slice(0, next)]
+      return {
+        filter,
+        count: last.length,
+        kept: (onKept: (events: ReadonlyArray<Event>) => Effect.Effect<void>) => last.length === 0 ? Effect.void : onKept(last)
+      }
     }
     let matched = 0
     yield* pass(0, Infinity, (events) => Effect.sync(() => void (matched += events.length)))
