@@ -18,7 +18,8 @@ import { file, json, optionalInteger, resolve, runCommand, session, store } from
 import { checkTail, eventMatcher, type EventFilter, isFiltering, parseTypes, unknownTypes } from "./EventFilter.js"
 import { columnWidths, dim, tableHeader, tableLine, widen } from "./Output.js"
 import { EVENT_COLUMNS, eventRow } from "./Render.js"
-import { sourceReader } from "./Target.js"
+import { sourceWithProgress } from "./Progress.js"
+import { sourceReader, type SourceReader } from "./Target.js"
 
 const type = Options.text("type").pipe(
   Options.withPseudoName("<type>"),
@@ -71,26 +72,35 @@ const write = (text: string) => Effect.sync(() => void process.stdout.write(text
  */
 const TAIL_IN_MEMORY = 100_000
 
-/** The session a command names, opened for streamed reads. */
-const resolveSource = (o: {
+/** The options naming the session `show` reads. */
+interface SourceOptions {
   readonly file: Parameters<typeof resolve>[0]
   readonly session: Parameters<typeof resolve>[1]
   readonly store: string
-}) => Effect.flatMap(resolve(o.file, o.session, o.store), sourceReader)
+}
 
 /**
  * The filter and the source of `show`; `kept` is one validated read handing on, chunk by chunk,
  * the events the filter and `--tail` keep. A first read validates and counts what the filter keeps.
  */
-const showPasses = (o: Parameters<typeof showFilter>[0] & Parameters<typeof resolveSource>[0]) =>
+const showPasses = (o: Parameters<typeof showFilter>[0] & SourceOptions & { readonly json: boolean }) =>
   Effect.gen(function*() {
     const filter = yield* showFilter(o)
-    const reader = yield* resolveSource(o)
+    const source = yield* resolve(o.file, o.session, o.store)
+    const reader = yield* sourceReader(source)
+    // the validating read shows progress on a terminal (Progress.ts); the printing reads do not
+    // (their lines go to the same terminal)
+    const validating = yield* sourceWithProgress(source, reader, "show", o.json)
     // the matches numbered [from, to) of one read, handed on chunk by chunk
-    const pass = (from: number, to: number, onKept: (events: ReadonlyArray<Event>) => Effect.Effect<void>) => {
+    const pass = (
+      from: number,
+      to: number,
+      onKept: (events: ReadonlyArray<Event>) => Effect.Effect<void>,
+      via: SourceReader = reader
+    ) => {
       const matches = eventMatcher(filter)
       let index = 0
-      return readEach(reader.read, reader.reload, (events) => {
+      return readEach(via.read, via.reload, (events) => {
         const out: Array<Event> = []
         for (const e of events) {
           if (!matches(e)) continue
@@ -113,7 +123,7 @@ const showPasses = (o: Parameters<typeof showFilter>[0] & Parameters<typeof reso
             else ring[next] = e
             next = (next + 1) % n
           }
-        }))
+        }), validating)
       const last = ring.length < n ? ring : [...ring.slice(next), ...ring.slice(0, next)]
       return {
         filter,
@@ -122,7 +132,7 @@ const showPasses = (o: Parameters<typeof showFilter>[0] & Parameters<typeof reso
       }
     }
     let matched = 0
-    yield* pass(0, Infinity, (events) => Effect.sync(() => void (matched += events.length)))
+    yield* pass(0, Infinity, (events) => Effect.sync(() => void (matched += events.length)), validating)
     const skip = filter.tail === undefined ? 0 : Math.max(0, matched - filter.tail)
     return {
       filter,
