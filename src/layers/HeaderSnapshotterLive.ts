@@ -6,7 +6,7 @@
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { NotLosslessJson, type RequestHeaderInvalid } from "../schema/Errors.js"
-import { type Event, isReplacementSurfaceEvent } from "../schema/Events.js"
+import type { Event } from "../schema/Events.js"
 import { walkJson } from "../schema/Json.js"
 import {
   canonicalHeader,
@@ -27,16 +27,6 @@ import type { SessionShape } from "../services/Session.js"
 /** Options of the default snapshotter (none yet; kept for the make/layer convention). */
 export interface HeaderSnapshotterOptions {}
 
-/** R5: a replacement surface event committed after the latest `request/header` (scanning back to it). */
-export const replacedSinceLatestHeader = (events: ReadonlyArray<Event>): boolean => {
-  for (let i = events.length - 1; i >= 0; i--) {
-    const e = events[i]
-    if (e.type === "request/header") return false
-    if (isReplacementSurfaceEvent(e)) return true
-  }
-  return false
-}
-
 /** R7: the context differs in provider, model or contextWindow (an absent window differs from a present one). */
 export const contextDiffers = (next: RequestContext, latest: RequestContext | undefined): boolean =>
   latest === undefined || next.provider !== latest.provider || next.model !== latest.model ||
@@ -50,21 +40,22 @@ const contextData = (c: RequestContext): RequestContext =>
 
 /**
  * R1–R7 as a pure function of the handle's state: `latest` = the latest canonical snapshot B (or
- * none), `latestContext` = the latest context, `events` = the log (scanned back to B for R5).
+ * none), `latestContext` = the latest context, `replacedSinceHeader` = R5 (a replacement surface
+ * event committed after B, kept by the handle as events commit).
  */
 export const decideSnapshot = (
   plan: ModelRequestPlan,
   state: {
     readonly latest: RequestHeader | undefined
     readonly latestContext: RequestContext | undefined
-    readonly events: ReadonlyArray<Event>
+    readonly replacedSinceHeader: boolean
   }
 ): SnapshotDecision => {
   const h = canonicalHeader(plan.header)
   let reason: HeaderReason | undefined
   if (plan.firstOfInstance) reason = state.latest === undefined ? "initial" : "resume" // R1, R2
   else if (state.latest === undefined || !headerEquals(h, state.latest)) reason = "change" // R3
-  else if (plan.newSeries === true || replacedSinceLatestHeader(state.events)) reason = "series" // R6, R5
+  else if (plan.newSeries === true || state.replacedSinceHeader) reason = "series" // R6, R5
   const context = plan.context !== undefined && contextDiffers(plan.context, state.latestContext)
     ? contextData(plan.context)
     : undefined
@@ -80,8 +71,9 @@ const lossless = (fail: { readonly rule: string; readonly path: string; readonly
 /** Build the default snapshotter. */
 export const makeHeaderSnapshotter = (_options: HeaderSnapshotterOptions = {}): HeaderSnapshotterShape => {
   const decide = Effect.fn("HeaderSnapshotter.decide")(function*(session: SessionShape, plan: ModelRequestPlan) {
-    const events = yield* session.events
-    const seq = events.length
+    // counts kept by the handle: no copy of the log per model call
+    const counts = yield* session.counts
+    const seq = counts.events
     // the append pipeline's order (SPEC §3.1 steps 3 and 5): the lossless walk, then I1–I6, so a
     // bad plan fails before anything is appended; comparisons then run on the walked copies
     const header = walkJson(plan.header, "/data/header")
@@ -103,7 +95,7 @@ export const makeHeaderSnapshotter = (_options: HeaderSnapshotterOptions = {}): 
     return decideSnapshot(checked, {
       latest: yield* session.requestHeader,
       latestContext: yield* session.requestContext,
-      events
+      replacedSinceHeader: counts.replacedSinceHeader
     })
   })
 

@@ -63,8 +63,13 @@ export interface CapturedRequest {
 
 /** Test access to the scripted model. */
 export interface ScriptedModelShape {
-  /** Every request received so far, in order. */
+  /**
+   * Every request received so far, in order, when the model was made with `captureRequests`;
+   * otherwise it dies (a model that keeps nothing cannot answer).
+   */
   readonly requests: Effect.Effect<ReadonlyArray<CapturedRequest>>
+  /** How many model calls were served so far. */
+  readonly served: Effect.Effect<number>
   /** How many scripts are still unconsumed. */
   readonly remaining: Effect.Effect<number>
   /** Queue more call scripts. */
@@ -79,6 +84,11 @@ export interface ScriptedLanguageModelOptions {
   readonly scripts: ReadonlyArray<CallScript>
   /** Die when the layer is released with scripts left (default true). */
   readonly requireConsumed?: boolean
+  /**
+   * Keep every request for `requests` (default false): tests that inspect requests opt in; a
+   * long-lived model (the ACP agent's, the demo's) keeps none, so its memory does not grow per call.
+   */
+  readonly captureRequests?: boolean
 }
 
 const words = (text: string): ReadonlyArray<string> => {
@@ -182,19 +192,23 @@ export const makeScriptedLanguageModel = (
   Effect.gen(function*() {
     const queue: Array<CallScript> = [...options.scripts]
     const captured: Array<CapturedRequest> = []
+    let served = 0
     const nextScript = (providerOptions: LanguageModel.ProviderOptions) =>
       Effect.gen(function*() {
         const config = yield* ModelRequestConfig
-        captured.push({
-          prompt: providerOptions.prompt,
-          tools: toolSpecs(providerOptions.tools),
-          toolChoice: providerOptions.toolChoice,
-          config
-        })
+        served++
+        if (options.captureRequests === true) {
+          captured.push({
+            prompt: providerOptions.prompt,
+            tools: toolSpecs(providerOptions.tools),
+            toolChoice: providerOptions.toolChoice,
+            config
+          })
+        }
         const script = queue.shift()
         if (script === undefined) {
           return yield* Effect.dieMessage(
-            `ScriptedLanguageModel: script exhausted at model call ${captured.length} (no script left)`
+            `ScriptedLanguageModel: script exhausted at model call ${served} (no script left)`
           )
         }
         return script
@@ -204,7 +218,10 @@ export const makeScriptedLanguageModel = (
       streamText: (providerOptions) => Stream.unwrap(Effect.map(nextScript(providerOptions), streamScript))
     })
     const handle: ScriptedModelShape = {
-      requests: Effect.sync(() => captured.slice()),
+      requests: options.captureRequests === true
+        ? Effect.sync(() => captured.slice())
+        : Effect.dieMessage("ScriptedLanguageModel: requests are not kept (make the model with captureRequests: true)"),
+      served: Effect.sync(() => served),
       remaining: Effect.sync(() => queue.length),
       push: (...scripts) => Effect.sync(() => void queue.push(...scripts))
     }

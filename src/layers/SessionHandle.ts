@@ -112,6 +112,8 @@ export const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never,
       Effect.tapError(effect, (e) => Effect.sync(() => lifecycle.noteFailure(e)))
     const requests = new RequestFold()
     for (const e of log) requests.apply(e)
+    let turnStarts = 0
+    for (const e of log) if (e.type === "turn/start") turnStarts++
     const derived = new DerivedMessages(log, tracker)
     // the human transcript (SPEC §4.7), kept as events commit; snapshots are reused until it grows
     const transcript: Array<Event> = log.filter(isAppendSurfaceEvent)
@@ -147,6 +149,7 @@ export const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never,
       snapshot = undefined
       tracker.catchUp()
       requests.apply(event)
+      if (event.type === "turn/start") turnStarts++
       for (const v of validators) v.apply(event)
       if (isAppendSurfaceEvent(event)) {
         transcript.push(event)
@@ -242,6 +245,11 @@ export const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never,
         if (snapshot === undefined) snapshot = Object.freeze(log.slice())
         return snapshot
       }),
+      counts: Effect.sync(() => ({
+        events: log.length,
+        turnStarts,
+        replacedSinceHeader: requests.replacedSinceHeader
+      })),
       surface: {
         nodes: Effect.sync(() => Object.freeze(tracker.nodes.slice())),
         replaceGeneration: Effect.sync(() => tracker.replaceGeneration)

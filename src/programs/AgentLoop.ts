@@ -214,9 +214,8 @@ export const make = <
 
       return yield* Effect.uninterruptibleMask((restore) =>
         Effect.gen(function*() {
-          const events = yield* session.events
-          let turn = 1
-          for (const e of events) if (e.type === "turn/start") turn++
+          // the turn number from a count kept as events commit: no copy of the log per turn
+          const turn = (yield* session.counts).turnStarts + 1
           yield* session.append("turn/start", { turn })
           const progress = { steps: 0 }
           const exit = yield* Effect.exit(restore(runSteps(ctx, turn, input, progress)))

@@ -4,7 +4,7 @@
  */
 import * as Schema from "effect/Schema"
 import { SeqNotContiguous } from "../schema/Errors.js"
-import type { Event } from "../schema/Events.js"
+import { type Event, isReplacementSurfaceEvent } from "../schema/Events.js"
 import { deepFreeze } from "../schema/Json.js"
 import type { Message } from "../schema/Messages.js"
 import {
@@ -28,12 +28,17 @@ export const foldContext = (event: Event): RequestContextType | undefined =>
 export class RequestFold {
   header: RequestHeader | undefined = undefined
   context: RequestContextType | undefined = undefined
+  /** R5: a replacement surface event follows the latest `request/header` (or there is none). */
+  replacedSinceHeader = false
 
   apply(event: Event): void {
     if (event.type === "request/header") {
       this.header = Object.freeze(canonicalHeader((event.data as { header: RequestHeader }).header))
+      this.replacedSinceHeader = false
     } else if (event.type === "request/context") {
       this.context = foldContext(event) ?? this.context
+    } else if (isReplacementSurfaceEvent(event)) {
+      this.replacedSinceHeader = true
     }
   }
 }

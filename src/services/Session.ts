@@ -95,6 +95,19 @@ export interface SurfaceView {
   readonly replaceGeneration: Effect.Effect<number>
 }
 
+/**
+ * What the agent loop and the header snapshotter ask per turn and per model call, kept as events
+ * commit (reading `events` copies the log after every append).
+ */
+export interface SessionCounts {
+  /** The number of events in the log (the next seq). */
+  readonly events: number
+  /** The number of `turn/start` events in the log. */
+  readonly turnStarts: number
+  /** R5: a replacement surface event was committed after the latest `request/header` (SPEC §5.3). */
+  readonly replacedSinceHeader: boolean
+}
+
 /** One open session handle. */
 export interface SessionShape {
   readonly id: string
@@ -106,6 +119,8 @@ export interface SessionShape {
   readonly appendUnknown: (type: unknown, data: unknown, options?: AppendOptions) => Effect.Effect<Event, AppendError>
   /** The log: a frozen array reused until the next append (N7). */
   readonly events: Effect.Effect<ReadonlyArray<Event>>
+  /** Counts over the log, without copying it. */
+  readonly counts: Effect.Effect<SessionCounts>
   readonly surface: SurfaceView
   /**
    * Derived model messages (SPEC §4.6): a frozen array of frozen messages, shared by every read

@@ -136,6 +136,85 @@ describe("session-log acp over stdio", () => {
     assertOnlyFrames(second)
   }, SLOW)
 
+  it("list_files lists the session's cwd, not the agent process's; session/list titles a session by its first prompt", async () => {
+    const project = path.join(dir, "project")
+    fs.mkdirSync(project, { recursive: true })
+    fs.writeFileSync(path.join(project, "alpha.txt"), "a")
+    fs.writeFileSync(path.join(project, "beta.md"), "b")
+    const agent = start([], `jsonl:${path.join(dir, "cwd-store")}`)
+    await agent.connection.agent.request("initialize", { protocolVersion: acp.PROTOCOL_VERSION })
+    const { sessionId } = await agent.connection.agent.request("session/new", { cwd: project, mcpServers: [] })
+    const long = `list ${"the files of this project ".repeat(6)}`
+    const answer = await agent.connection.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: long }] })
+    assert.strictEqual(answer.stopReason, "end_turn")
+    const results = agent.updates.flatMap((n) =>
+      n.update.sessionUpdate === "tool_call_update" && n.update.status === "completed" ? [JSON.stringify(n.update)] : []
+    )
+    assert.strictEqual(results.length, 1)
+    assert.include(results[0], "alpha.txt")
+    assert.include(results[0], "beta.md")
+    assert.notInclude(results[0], "cwd-store", "not the process's working directory")
+    const listed = await agent.connection.agent.request("session/list", {})
+    const title = listed.sessions[0]?.title ?? ""
+    assert.isTrue(title.startsWith("list the files of this project"), title)
+    assert.isTrue(title.endsWith("…") && [...title].length === 80, title)
+    assert.strictEqual(await stop(agent), 0)
+    // a second process titles the stored session the same way
+    const second = start([], `jsonl:${path.join(dir, "cwd-store")}`)
+    await second.connection.agent.request("initialize", { protocolVersion: acp.PROTOCOL_VERSION })
+    const again = await second.connection.agent.request("session/list", {})
+    assert.strictEqual(again.sessions[0]?.title, title)
+    assert.strictEqual(await stop(second), 0)
+  }, SLOW)
+
+  it("acp --store x.db creates no database before a session is written, and an agent that only lists writes nothing", async () => {
+    const root = path.join(dir, "on-demand")
+    fs.mkdirSync(root)
+    const db = path.join(root, "x.db")
+    const files = () =>
+      Object.fromEntries(fs.readdirSync(root).sort().map((name) => {
+        const st = fs.statSync(path.join(root, name), { bigint: true })
+        return [name, `${st.mtimeNs} ${fs.readFileSync(path.join(root, name)).toString("base64")}`]
+      }))
+
+    const idle = start([], db)
+    await idle.connection.agent.request("initialize", { protocolVersion: acp.PROTOCOL_VERSION })
+    assert.deepStrictEqual((await idle.connection.agent.request("session/list", {})).sessions, [])
+    await idle.connection.agent.request("session/new", { cwd: dir, mcpServers: [] })
+    assert.strictEqual(await stop(idle), 0)
+    assert.deepStrictEqual(fs.readdirSync(root), [], "no database (nor -wal, -shm) before a session is written")
+
+    const writer = start([], db)
+    await writer.connection.agent.request("initialize", { protocolVersion: acp.PROTOCOL_VERSION })
+    const { sessionId } = await writer.connection.agent.request("session/new", { cwd: dir, mcpServers: [] })
+    const answer = await writer.connection.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "hello" }] })
+    assert.strictEqual(answer.stopReason, "end_turn")
+    assert.strictEqual(await stop(writer), 0)
+    assert.deepStrictEqual(fs.readdirSync(root), ["x.db"])
+
+    const before = files()
+    const reader = start([], db)
+    await reader.connection.agent.request("initialize", { protocolVersion: acp.PROTOCOL_VERSION })
+    const listed = await reader.connection.agent.request("session/list", {})
+    assert.deepStrictEqual(listed.sessions.map((s) => s.sessionId), [sessionId])
+    await reader.connection.agent.request("session/new", { cwd: dir, mcpServers: [] })
+    assert.strictEqual(await stop(reader), 0)
+    assert.deepStrictEqual(files(), before, "the database's bytes and mtime are unchanged, no -wal/-shm left")
+
+    // a loaded session read through the read-only open is written on its next prompt
+    const resumed = start([], db)
+    await resumed.connection.agent.request("initialize", { protocolVersion: acp.PROTOCOL_VERSION })
+    await resumed.connection.agent.request("session/load", { sessionId, cwd: dir, mcpServers: [] })
+    const again = await resumed.connection.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "more" }] })
+    assert.strictEqual(again.stopReason, "end_turn")
+    assert.strictEqual(await stop(resumed), 0)
+    const check = start([], db)
+    await check.connection.agent.request("initialize", { protocolVersion: acp.PROTOCOL_VERSION })
+    await check.connection.agent.request("session/load", { sessionId, cwd: dir, mcpServers: [] })
+    assert.deepStrictEqual(texts(check.updates, "user_message_chunk"), ["hello", "more"])
+    assert.strictEqual(await stop(check), 0)
+  }, SLOW)
+
   it("--model <module> serves the LanguageModel layer a module exports, recorded under its route", async () => {
     const module = path.resolve(__dirname, "fixtures/model-module.mjs")
     const root = path.join(dir, "model-store")

@@ -93,7 +93,7 @@ const turns: ReadonlyArray<string> = [
 const layerFor = (store: Layer.Layer<SessionStore>) =>
   Layer.mergeAll(
     store,
-    layerScriptedLanguageModel({ scripts }),
+    layerScriptedLanguageModel({ scripts, captureRequests: true }),
     HeaderSnapshotterLive.layer,
     InvariantsLive.layer,
     IdGenerator.layerCounter("id-"),

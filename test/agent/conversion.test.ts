@@ -236,10 +236,23 @@ describe("ScriptedLanguageModel", () => {
       assert.deepStrictEqual(requests[1].tools, [])
     }).pipe(
       Effect.provide(layerScriptedLanguageModel({
-        scripts: [[{ type: "text", text: "one two" }, { type: "finish", reason: "stop" }], [{ type: "text", text: "two" }]]
+        scripts: [[{ type: "text", text: "one two" }, { type: "finish", reason: "stop" }], [{ type: "text", text: "two" }]],
+        captureRequests: true
       })),
       Effect.provide(toolkit.toLayer({ list_files: () => Effect.succeed([]), read_file: () => Effect.succeed(""), slow: () => Effect.succeed("") }))
     ))
+
+  it.effect("a model made without captureRequests keeps no request: it counts the calls it served, and requests dies", () =>
+    Effect.gen(function*() {
+      for (const prompt of ["a", "b", "c"]) yield* LanguageModel.generateText({ prompt })
+      const handle = yield* ScriptedModel
+      assert.strictEqual(yield* handle.served, 3)
+      const requests = yield* Effect.exit(handle.requests)
+      assert.isTrue(Exit.isFailure(requests) && Cause.isDie(requests.cause))
+      assert.include(Cause.pretty((requests as Exit.Failure<unknown, unknown>).cause), "requests are not kept")
+    }).pipe(Effect.provide(layerScriptedLanguageModel({
+      scripts: [[{ type: "text", text: "1" }], [{ type: "text", text: "2" }], [{ type: "text", text: "3" }]]
+    }))))
 
   it.effect("an exhausted script dies loudly; a scripted provider error fails the stream", () =>
     Effect.gen(function*() {

@@ -93,7 +93,7 @@ export const environment = (
 ) =>
   Layer.mergeAll(
     store,
-    layerScriptedLanguageModel({ scripts, requireConsumed }),
+    layerScriptedLanguageModel({ scripts, requireConsumed, captureRequests: true }),
     HeaderSnapshotterLive.layer,
     InvariantsLive.layer,
     IdGenerator.layerCounter("id-"),

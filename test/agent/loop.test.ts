@@ -257,6 +257,31 @@ describe("agent loop details", () => {
   const env = (scripts: Parameters<typeof environment>[1]) =>
     environment(backends[0].layer(), scripts)
 
+  it.scoped("runTurn and the header snapshotter never copy the log: turns are numbered from the handle's counts", () =>
+    Effect.gen(function*() {
+      const session = yield* SessionLive.create({ id: "no-log-copies" })
+      // the real handle, counting the reads of its whole log (each copies it after an append)
+      let copies = 0
+      const counted: SessionApi.SessionShape = {
+        ...session,
+        events: Effect.zipRight(Effect.sync(() => void copies++), session.events)
+      }
+      const loop = AgentLoop.make(loopOptions)
+      const first = yield* loop.runTurn([{ type: "user", content: "one" }]).pipe(Effect.provideService(Session, counted))
+      const second = yield* loop.runTurn([{ type: "user", content: "two" }]).pipe(Effect.provideService(Session, counted))
+      assert.deepStrictEqual([first.turn, second.turn], [1, 2])
+      assert.strictEqual(copies, 0, "no copy of the log per turn or per model call")
+      const events = yield* session.events
+      assert.deepStrictEqual(yield* session.counts, {
+        events: events.length,
+        turnStarts: events.filter((e) => e.type === "turn/start").length,
+        replacedSinceHeader: false
+      })
+    }).pipe(Effect.provide(env([
+      [{ type: "text", text: "a" }, { type: "finish", reason: "stop" }],
+      [{ type: "text", text: "b" }, { type: "finish", reason: "stop" }]
+    ]))))
+
   it.scoped("§1.6 an empty first batch ends the turn completed with no step and no model call", () =>
     Effect.gen(function*() {
       const session = yield* SessionLive.create({ id: "empty-batch" })

@@ -404,6 +404,29 @@ describe("writing commands act on exactly the named file, whatever its name", ()
     assert.deepStrictEqual(names(path.dirname(real)), ["log.jsonl", "log.jsonl.v0.bak"])
     assert.deepStrictEqual(names(work), ["data", "link.jsonl"])
   })
+
+  it("messages prints the surface's derived messages, without the request header's messagePrefix (v0 and migrated); request keeps it", SLOW, async () => {
+    const work = fresh("message-prefix")
+    const file = path.join(work, "n-message-prefix.jsonl")
+    fs.copyFileSync(path.join(FIXTURES, "n-message-prefix.jsonl"), file)
+    const texts = (doc: any) => doc.map((m: any) => m.content[0].text)
+    const surface = ["hi", "hello", "again", "once more"]
+
+    for (const stage of ["v0", "migrated"]) {
+      const messages = await cli(["messages", "--json", file])
+      assert.strictEqual(messages.code, 0, messages.stdout + messages.stderr)
+      assert.deepStrictEqual(texts(json(messages)), surface, stage)
+      const people = await cli(["messages", file])
+      assert.notMatch(people.stdout, /You are in \/repo/, stage)
+      // the request in force after the last event: the prefix of the header then the surface
+      const request = await cli(["request", "--json", file])
+      assert.deepStrictEqual(texts(json(request).messages), ["You are in /repo.", ...surface], stage)
+      if (stage === "v0") {
+        const migrated = await cli(["migrate", "--json", file])
+        assert.deepStrictEqual(json(migrated), [{ id: "n-message-prefix", status: "upgraded" }])
+      }
+    }
+  })
 })
 
 /** The number of events in a log file without a torn tail (lines after the header). */

@@ -102,6 +102,38 @@ describe("show filters", () => {
     assert.deepStrictEqual(await shown("--turn", "3"), [])
   })
 
+  it("show --tail n reads the log once (one open of the file fewer than a whole show, which validates first)", SLOW, async () => {
+    // a preload counting how often the process opens the file (Node's own fs, patched for ESM too)
+    const preload = path.join(dir, "count-opens.cjs")
+    fs.writeFileSync(preload, [
+      "const fs = require('node:fs')",
+      "const open = fs.open",
+      "let n = 0",
+      "fs.open = function (p, ...rest) { if (String(p) === process.env.COUNT_OPENS_OF) n++; return open.call(this, p, ...rest) }",
+      "require('node:module').syncBuiltinESMExports()",
+      "process.on('exit', () => fs.writeFileSync(process.env.COUNT_OPENS_TO, String(n)))"
+    ].join("\n"))
+    const opens = async (args: ReadonlyArray<string>) => {
+      const counted = path.join(dir, "opens.txt")
+      const r = await runCli(bundle, ["show", ...args, file], dir, {
+        NO_COLOR: "1",
+        NODE_OPTIONS: `--require ${preload}`,
+        COUNT_OPENS_OF: file,
+        COUNT_OPENS_TO: counted
+      })
+      assert.strictEqual(r.code, 0, r.stdout + r.stderr)
+      return { count: Number(fs.readFileSync(counted, "utf8")), stdout: r.stdout }
+    }
+    const whole = await opens(["--json"])
+    assert.isAbove(whole.count, 1, "a whole show reads twice (validate, then print)")
+    const tail = await opens(["--json", "--tail", "3"])
+    assert.deepStrictEqual(JSON.parse(tail.stdout).map((e: any) => e.seq), [11, 12, 13])
+    assert.strictEqual(tail.count, whole.count - 1, "--tail: one read fewer")
+    const people = await opens(["--tail", "3"])
+    assert.strictEqual(people.count, whole.count - 1, "--tail for people: no read for the column widths either")
+    assert.match(people.stdout, /^SEQ/)
+  })
+
   it("--from / --to: an inclusive seq range; --tail: the last n of what the other filters keep", SLOW, async () => {
     assert.deepStrictEqual(await shown("--from", "5", "--to", "8"), [5, 6, 7, 8])
     assert.deepStrictEqual(await shown("--from", "12"), [12, 13])

@@ -36,17 +36,29 @@ afterAll(() => {
  * Start `session-log <args>`, send `signal` once `ready()` holds (polled), and wait for the exit.
  * `signalled` is false when the command ended before it could be signalled.
  */
-const interrupt = (args: ReadonlyArray<string>, signal: NodeJS.Signals, ready: () => boolean) =>
-  new Promise<{ readonly code: number | null; readonly signalled: boolean; readonly hung: boolean }>((resolve) => {
+const interrupt = (args: ReadonlyArray<string>, signal: NodeJS.Signals, ready: (pid: number) => boolean) =>
+  new Promise<
+    {
+      readonly code: number | null
+      readonly signalled: boolean
+      readonly hung: boolean
+      readonly stdout: string
+      readonly stderr: string
+    }
+  >((resolve) => {
     const child = spawn(process.execPath, [BIN, ...args], {
       cwd: dir,
       env: { ...process.env, SESSION_LOG_BUNDLE: bundle, NO_COLOR: "1" },
-      stdio: ["ignore", "ignore", "ignore"]
+      stdio: ["ignore", "pipe", "pipe"]
     })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
     let signalled = false
     let hung = false
     const poll = setInterval(() => {
-      if (!signalled && ready()) {
+      if (!signalled && child.pid !== undefined && ready(child.pid)) {
         signalled = true
         child.kill(signal)
       }
@@ -55,12 +67,31 @@ const interrupt = (args: ReadonlyArray<string>, signal: NodeJS.Signals, ready: (
       hung = true
       child.kill("SIGKILL")
     }, HUNG_MS)
-    child.once("exit", (code) => {
+    child.once("close", (code) => {
       clearInterval(poll)
       clearTimeout(timer)
-      resolve({ code, signalled, hung })
+      resolve({ code, signalled, hung, stdout, stderr })
     })
   })
+
+/**
+ * Whether process `pid` has `file` open (Linux: /proc/<pid>/fd), i.e. the command is running
+ * (its signal handlers are installed before it starts) and reading the file: a signal then
+ * reaches the command, not the default action that kills a process still starting up.
+ */
+const reading = (pid: number, file: string): boolean => {
+  try {
+    return fs.readdirSync(`/proc/${pid}/fd`).some((fd) => {
+      try {
+        return fs.readlinkSync(`/proc/${pid}/fd/${fd}`) === file
+      } catch {
+        return false
+      }
+    })
+  } catch {
+    return false
+  }
+}
 
 describe("an interrupt ends a command and leaves nothing behind", () => {
   it("SIGTERM during export --out: no target, no temporary file", async () => {
@@ -81,8 +112,32 @@ describe("an interrupt ends a command and leaves nothing behind", () => {
   }, 180_000)
 
   it("SIGINT during verify of a large file ends it", async () => {
-    let started = 0
-    const r = await interrupt(["verify", "--json", big], "SIGINT", () => ++started > 40)
+    const r = await interrupt(["verify", "--json", big], "SIGINT", (pid) => reading(pid, big))
     assert.isFalse(r.hung, "the command ended after the signal")
+    // interrupted: 130 (128 + SIGINT), as a shell reports it; 0 only if it finished first
+    assert.include([130, 0], r.code, r.stderr)
+  }, 180_000)
+
+  it("SIGTERM during verify exits 143", async () => {
+    const r = await interrupt(["verify", "--json", big], "SIGTERM", (pid) => reading(pid, big))
+    assert.isFalse(r.hung, "the command ended after the signal")
+    assert.include([143, 0], r.code, r.stderr)
+  }, 180_000)
+
+  it("SIGINT during a fork's write: the fork lands, is reported and the child is whole", async () => {
+    const child = path.join(dir, "kid.jsonl")
+    // signalled once the child's temporary file exists (the write has begun, it is not yet published)
+    const writing = () => fs.readdirSync(dir).some((name) => name.startsWith(".kid.") && name.endsWith(".tmp"))
+    const r = await interrupt(["fork", "--json", big, "--child", "kid"], "SIGINT", writing)
+    console.log(`fork: signalled while writing: ${r.signalled}, exit ${r.code}`)
+    assert.isFalse(r.hung, "the command ended after the signal")
+    assert.strictEqual(JSON.parse(r.stdout).id, "kid", "the fork is reported on stdout")
+    if (r.signalled && r.code !== 0) {
+      assert.strictEqual(r.code, 130)
+      assert.match(r.stderr, /the write landed/, `stderr: ${r.stderr}`)
+    }
+    const lines = fs.readFileSync(child, "utf8").trimEnd().split("\n")
+    assert.strictEqual(lines.length, 1 + fs.readFileSync(big, "utf8").trimEnd().split("\n").length, "the child holds its header and every inherited event")
+    fs.rmSync(child)
   }, 180_000)
 })

@@ -209,6 +209,29 @@ describe("reading commands never write (SPEC §12, L8)", () => {
     })
   }
 
+  it("L8 SQLite: a migrate with nothing to do and a refused fork write nothing (they work in a read-only directory)", SLOW, async () => {
+    const { root, store } = await makeStore("nothing-to-write", "sqlite")
+    fs.chmodSync(root, 0o555)
+    try {
+      const before = snapshot(root)
+      for (const args of [["migrate", "--json", "--store", store], ["migrate", "--json", "--store", store, "--session", "r1"]]) {
+        const r = await cliUnprivileged(args)
+        assert.strictEqual(r.code, 0, `${args.join(" ")}: ${r.stdout}${r.stderr}`)
+        assert.deepStrictEqual(json(r).map((m: any) => m.status), args.includes("--session") ? ["current"] : ["current", "current"])
+        assert.deepStrictEqual(snapshot(root), before, `${args.join(" ")} wrote nothing`)
+      }
+      // inside the turn (M7) and onto an existing id (M1): the fork's own refusal, not a StoreFailure
+      for (const [args, rule] of [[["--at", "1"], "M7"], [["--child", "r2"], "M1"]] as const) {
+        const r = await cliUnprivileged(["fork", "--json", "--store", store, "--session", "r1", ...args])
+        const doc = json(r)
+        assert.deepStrictEqual([r.code === 0, doc.error?._tag, doc.error?.rule], [false, "ForkRejected", rule], `${r.stdout}${r.stderr}`)
+        assert.deepStrictEqual(snapshot(root), before, `fork ${args.join(" ")} wrote nothing`)
+      }
+    } finally {
+      fs.chmodSync(root, 0o755)
+    }
+  })
+
   it("L8 SQLite: reads as the owner of a writable store leave no -wal/-shm pair behind", SLOW, async () => {
     const { root, store } = await makeStore("owner", "sqlite")
     await assertReadsWriteNothing(root, store, cli, "owner")

@@ -89,6 +89,27 @@ export type AcpRequirements<Tools extends Record<string, Tool.Any>> =
   | Tool.HandlersFor<Tools>
   | Tool.Requirements<Tools[keyof Tools]>
 
+/** The longest title `session/list` gives a session (a first prompt longer than this is shortened). */
+const TITLE_CHARS = 80
+
+/** The title a `user/message` from the user gives its session: its text on one line, shortened. */
+const titleOf = (event: unknown): string | undefined => {
+  const e = event as { readonly type?: unknown; readonly data?: unknown } | null
+  if (e === null || typeof e !== "object" || e.type !== "user/message") return undefined
+  const data = e.data as { readonly content?: unknown; readonly source?: { readonly kind?: unknown } } | null
+  if (data === null || typeof data !== "object" || data.source?.kind !== "user" || !Array.isArray(data.content)) return undefined
+  const text = data.content
+    .flatMap((p: { readonly type?: unknown; readonly text?: unknown }) =>
+      p !== null && typeof p === "object" && p.type === "text" && typeof p.text === "string" ? [p.text] : []
+    )
+    .join(" ")
+    .replace(/\s+/g, " ")
+    .trim()
+  if (text === "") return undefined
+  const chars = [...text]
+  return chars.length <= TITLE_CHARS ? text : `${chars.slice(0, TITLE_CHARS - 1).join("").trimEnd()}…`
+}
+
 const rejectCwd = (cwd: string, sessionId?: string): AcpRejected | undefined =>
   isAbsolutePath(cwd) ? undefined : invalidParams(`cwd must be an absolute path, got "${cwd}"`, sessionId)
 
@@ -242,20 +263,30 @@ export const makeAgentApp = <Tools extends Record<string, Tool.Any>>(
      * this connection, unflushed events included; else a streamed read that keeps nothing but that
      * time), its creation when it has none; unknown when its log cannot be read.
      */
-    const lastActivity = (header: SessionHeader): Effect.Effect<number | undefined> =>
+    /** A session's last activity and title (its first user prompt, shortened) for `session/list`. */
+    const activity = (header: SessionHeader): Effect.Effect<{ readonly time?: number; readonly title?: string }> =>
       Effect.suspend(() => {
         const entry = sessions.get(header.id)
         if (entry !== undefined && entry !== "reserved") {
-          return Effect.map(entry.session.events, (events) => events.at(-1)?.time ?? header.createdAt)
+          return Effect.map(entry.session.events, (events) => {
+            let title: string | undefined
+            for (const e of events) if ((title = titleOf(e)) !== undefined) break
+            return { time: events.at(-1)?.time ?? header.createdAt, ...(title === undefined ? {} : { title }) }
+          })
         }
         let last: number = header.createdAt
+        let title: string | undefined
         return store.loadEach(header.id, {
           onEvents: (events) =>
             Effect.sync(() => {
               const time = (events.at(-1) as { readonly time?: unknown } | undefined)?.time
               if (typeof time === "number") last = time
+              for (const e of events) if (title === undefined) title = titleOf(e)
             })
-        }).pipe(Effect.map((): number | undefined => last), Effect.orElseSucceed(() => undefined))
+        }).pipe(
+          Effect.map(() => ({ time: last, ...(title === undefined ? {} : { title }) })),
+          Effect.orElseSucceed(() => ({}))
+        )
       })
 
     const answerModes = (mode: string) => ({ modes: modeState(modes, mode), configOptions: configOptions(modes, mode) })
@@ -377,9 +408,10 @@ export const makeAgentApp = <Tools extends Record<string, Tool.Any>>(
         run(Effect.gen(function*() {
           const headers = (yield* store.list()).filter((h) => h.cwd !== undefined && (params.cwd == null || params.cwd === h.cwd))
           const listed = yield* Effect.forEach(headers, (h) =>
-            Effect.map(lastActivity(h), (time): acp.SessionInfo => ({
+            Effect.map(activity(h), ({ time, title }): acp.SessionInfo => ({
               sessionId: h.id,
               cwd: h.cwd!,
+              ...(title === undefined ? {} : { title }),
               ...(time === undefined ? {} : { updatedAt: new Date(time).toISOString() })
             })), { concurrency: 4 })
           return { sessions: listed } satisfies acp.ListSessionsResponse

@@ -17,6 +17,7 @@ import * as Path from "@effect/platform/Path"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Scope from "effect/Scope"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { pathToFileURL } from "node:url"
@@ -24,10 +25,12 @@ import * as HeaderSnapshotterLive from "../../layers/HeaderSnapshotterLive.js"
 import { type CallScript, makeScriptedLanguageModel } from "../../layers/ScriptedLanguageModel.js"
 import * as SessionLive from "../../layers/SessionLive.js"
 import { nextId } from "../../services/IdGenerator.js"
+import { Session } from "../../services/Session.js"
 import { SessionStore } from "../../services/SessionStore.js"
 import { layerSessionFactory, serveStdio } from "../acp/Acp.js"
 import { resolveSpec, runCommand, store } from "./CommandSupport.js"
-import { openStore, UsageError } from "./Target.js"
+import { openStore, type StoreSpec, UsageError } from "./Target.js"
+import { makeWriteOnDemandStore } from "./WriteOnDemandStore.js"
 
 const ListFiles = Tool.make("list_files", {
   description: "List the entries of the agent's working directory",
@@ -42,10 +45,21 @@ const Echo = Tool.make("echo", {
 
 const toolkit = Toolkit.make(ListFiles, Echo)
 
+// the tools act on the working directory of the session they run in (its header's cwd, which
+// ACP requires at session/new), not on the agent process's
 const handlers = toolkit.toLayer(Effect.gen(function*() {
   const fs = yield* FileSystem.FileSystem
   return {
-    list_files: () => fs.readDirectory(".").pipe(Effect.map((names) => [...names].sort()), Effect.orElseSucceed(() => [])),
+    list_files: () =>
+      Effect.serviceOption(Session).pipe(
+        Effect.flatMap((session) =>
+          Option.isSome(session) && session.value.header.cwd !== undefined
+            ? fs.readDirectory(session.value.header.cwd)
+            : Effect.succeed<ReadonlyArray<string>>([])
+        ),
+        Effect.map((names) => [...names].sort()),
+        Effect.orElseSucceed(() => [])
+      ),
     echo: ({ text }) => Effect.succeed(text)
   }
 }))
@@ -130,6 +144,30 @@ const modelModule = (module: string) =>
     }
   })
 
+/**
+ * The store `acp` serves. A SQLite store is opened for writing only at the first write (an agent
+ * that only lists, loads or registers sessions writes nothing, and creates no database): reads go
+ * to a read-only open until then (`WriteOnDemandStore`).
+ */
+const acpStore = (spec: StoreSpec) =>
+  Effect.gen(function*() {
+    if (spec.kind !== "sqlite") return (yield* openStore(spec, { mustExist: false })).store
+    const fs = yield* FileSystem.FileSystem
+    const exists = yield* fs.exists(spec.filename).pipe(Effect.orElseSucceed(() => false))
+    // a pristine (empty) database file holds no store: read as none, like a missing one
+    const readOnly = exists ? (yield* openStore(spec, { mustExist: true, readOnly: true })).store : undefined
+    const scope = yield* Effect.scope
+    const context = yield* Effect.context<FileSystem.FileSystem | Path.Path>()
+    const writable = openStore(spec, { mustExist: false }).pipe(
+      Effect.flatMap(({ store: s }) =>
+        s === undefined ? Effect.fail(new UsageError({ detail: `no store at ${spec.filename}` })) : Effect.succeed(s)
+      ),
+      Scope.extend(scope),
+      Effect.provide(context)
+    )
+    return yield* makeWriteOnDemandStore(readOnly, writable)
+  })
+
 /** `acp`. */
 export const acpCommand = Command.make("acp", { store, model: modelOption }, (o) =>
   runCommand(
@@ -139,7 +177,7 @@ export const acpCommand = Command.make("acp", { store, model: modelOption }, (o)
       const model = Option.isSome(o.model)
         ? yield* modelModule(o.model.value)
         : { layer: keylessModel, route: { provider: "scripted", model: "keyless" } }
-      const { store: opened } = yield* openStore(spec, { mustExist: false })
+      const opened = yield* acpStore(spec)
       if (opened === undefined) return
       const env = Layer.mergeAll(
         layerSessionFactory({ create: SessionLive.create, open: SessionLive.open }),

@@ -12,6 +12,7 @@ import type * as Path from "@effect/platform/Path"
 import * as Console from "effect/Console"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
+import * as HashSet from "effect/HashSet"
 import type * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import type { Event } from "../../schema/Events.js"
@@ -51,6 +52,31 @@ export const runCommand = <A, E extends { readonly _tag: string }>(
       onFailure: (e) =>
         Effect.zipRight(json ? printJson(errorDocument(e)) : Console.error(describeError(e)), failOn([e]))
     })
+  )
+
+/**
+ * `runCommand` for a command whose write must not be cut in half: `body` runs uninterruptibly
+ * except the parts it wraps in `interruptible` (the reads before the write). A SIGINT that
+ * arrives during the write lets it finish, its result is printed as usual, stderr says that the
+ * write landed, and the command then ends interrupted (exit 130, see `main.ts`).
+ */
+export const runWritingCommand = <A, E extends { readonly _tag: string }>(
+  json: boolean,
+  body: (
+    interruptible: <X, Y, Z>(effect: Effect.Effect<X, Y, Z>) => Effect.Effect<X, Y, Z>
+  ) => Effect.Effect<A, E, Platform | Scope.Scope>,
+  render: (a: A) => Effect.Effect<void, CommandFailed>
+): Effect.Effect<void, CommandFailed, Platform> =>
+  Effect.uninterruptibleMask((restore) =>
+    runCommand(json, body(restore), (a) =>
+      Effect.zipRight(
+        render(a),
+        Effect.descriptorWith((d) =>
+          HashSet.size(d.interruptors) > 0
+            ? Effect.logWarning("interrupted after the write began: the write landed (the output is what was written)")
+            : Effect.void
+        )
+      ))
   )
 
 // --- shared options -------------------------------------------------------------------------

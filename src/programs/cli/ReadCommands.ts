@@ -7,20 +7,23 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { requestAtLog } from "../../services/RequestAt.js"
-import { foldSurface } from "../../services/SurfaceManager.js"
+import { deriveMessages, foldSurface } from "../../services/SurfaceManager.js"
 import { file, json, optionalInteger, readStoredEvents, runCommand, session, store } from "./CommandSupport.js"
 import { bold, clip, dim, printJson } from "./Output.js"
 import { messageTable, replacementTable, transcriptTable } from "./Render.js"
 
 // --- messages, transcript, surface ----------------------------------------------------------
 
-/** `messages`. */
+/**
+ * `messages`: the surface's derived messages (SPEC §4.6, §12), not the request: a request
+ * header's `messagePrefix` belongs to the request (§1.5, §5.4) and `request --at` prints it.
+ */
 export const messagesCommand = Command.make("messages", { json, store, session, file }, (o) =>
   runCommand(
     o.json,
     Effect.map(readStoredEvents(o.file, o.session, o.store), (events) => {
-      const last = requestAtLog(events, events.length - 1)
-      return "messages" in last ? last.messages : []
+      const fold = foldSurface(events)
+      return "nodes" in fold ? deriveMessages(fold.nodes, (seq) => events[seq]) : []
     }),
     (messages) => o.json ? printJson(messages) : Console.log(messageTable(messages))
   )).pipe(Command.withDescription("derived model messages"))

@@ -3,7 +3,8 @@
  * one JSON array, filtered by type, turn, seq range and `--tail`. Streamed: a first read
  * validates the whole log and counts what the filter keeps (nothing is printed for an invalid
  * log), the next prints as it reads, so memory stays bounded by a chunk whatever the log's
- * length (a table's column widths take one more read). Never writes.
+ * length (a table's column widths take one more read). `--tail n` (n up to `TAIL_IN_MEMORY`) is
+ * one read keeping the last n matches. Never writes.
  */
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
@@ -17,7 +18,8 @@ import { file, json, optionalInteger, resolve, runCommand, session, store } from
 import { checkTail, eventMatcher, type EventFilter, isFiltering, parseTypes, unknownTypes } from "./EventFilter.js"
 import { columnWidths, dim, tableHeader, tableLine, widen } from "./Output.js"
 import { EVENT_COLUMNS, eventRow } from "./Render.js"
-import { sourceReader } from "./Target.js"
+import { sourceWithProgress } from "./Progress.js"
+import { sourceReader, type SourceReader } from "./Target.js"
 
 const type = Options.text("type").pipe(
   Options.withPseudoName("<type>"),
@@ -64,26 +66,41 @@ const noMatch = (filter: EventFilter): string => {
 /** Write to stdout (synchronous for files and pipes on Linux: memory stays bounded). */
 const write = (text: string) => Effect.sync(() => void process.stdout.write(text))
 
-/** The session a command names, opened for streamed reads. */
-const resolveSource = (o: {
+/**
+ * Up to this many `--tail` events are kept in memory from the one validating read; a longer tail
+ * is read again (memory stays bounded by a chunk).
+ */
+const TAIL_IN_MEMORY = 100_000
+
+/** The options naming the session `show` reads. */
+interface SourceOptions {
   readonly file: Parameters<typeof resolve>[0]
   readonly session: Parameters<typeof resolve>[1]
   readonly store: string
-}) => Effect.flatMap(resolve(o.file, o.session, o.store), sourceReader)
+}
 
 /**
  * The filter and the source of `show`; `kept` is one validated read handing on, chunk by chunk,
  * the events the filter and `--tail` keep. A first read validates and counts what the filter keeps.
  */
-const showPasses = (o: Parameters<typeof showFilter>[0] & Parameters<typeof resolveSource>[0]) =>
+const showPasses = (o: Parameters<typeof showFilter>[0] & SourceOptions & { readonly json: boolean }) =>
   Effect.gen(function*() {
     const filter = yield* showFilter(o)
-    const reader = yield* resolveSource(o)
+    const source = yield* resolve(o.file, o.session, o.store)
+    const reader = yield* sourceReader(source)
+    // the validating read shows progress on a terminal (Progress.ts); the printing reads do not
+    // (their lines go to the same terminal)
+    const validating = yield* sourceWithProgress(source, reader, "show", o.json)
     // the matches numbered [from, to) of one read, handed on chunk by chunk
-    const pass = (from: number, to: number, onKept: (events: ReadonlyArray<Event>) => Effect.Effect<void>) => {
+    const pass = (
+      from: number,
+      to: number,
+      onKept: (events: ReadonlyArray<Event>) => Effect.Effect<void>,
+      via: SourceReader = reader
+    ) => {
       const matches = eventMatcher(filter)
       let index = 0
-      return readEach(reader.read, reader.reload, (events) => {
+      return readEach(via.read, via.reload, (events) => {
         const out: Array<Event> = []
         for (const e of events) {
           if (!matches(e)) continue
@@ -93,8 +110,29 @@ const showPasses = (o: Parameters<typeof showFilter>[0] & Parameters<typeof reso
         return out.length === 0 ? Effect.void : onKept(out)
       })
     }
+    if (filter.tail !== undefined && filter.tail <= TAIL_IN_MEMORY) {
+      // --tail n: one read validates and keeps the last n matches (a ring of n), which are then shown
+      const n = filter.tail
+      const ring: Array<Event> = []
+      let next = 0
+      yield* pass(0, Infinity, (events) =>
+        Effect.sync(() => {
+          if (n === 0) return
+          for (const e of events) {
+            if (ring.length < n) ring.push(e)
+            else ring[next] = e
+            next = (next + 1) % n
+          }
+        }), validating)
+      const last = ring.length < n ? ring : [...ring.slice(next), ...ring.slice(0, next)]
+      return {
+        filter,
+        count: last.length,
+        kept: (onKept: (events: ReadonlyArray<Event>) => Effect.Effect<void>) => last.length === 0 ? Effect.void : onKept(last)
+      }
+    }
     let matched = 0
-    yield* pass(0, Infinity, (events) => Effect.sync(() => void (matched += events.length)))
+    yield* pass(0, Infinity, (events) => Effect.sync(() => void (matched += events.length)), validating)
     const skip = filter.tail === undefined ? 0 : Math.max(0, matched - filter.tail)
     return {
       filter,

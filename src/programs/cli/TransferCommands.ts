@@ -25,6 +25,7 @@ import type { ReadError } from "../../services/SessionStore.js"
 import { file, json, resolve, resolveSpec, runCommand, session, store } from "./CommandSupport.js"
 import { importItems, readImportFiles } from "./ImportFiles.js"
 import { green, printJson, progress, red } from "./Output.js"
+import { sourceWithProgress } from "./Progress.js"
 import { checkOutputPath, openStore, sourceReader, type SourceReader, storeNotFound, UsageError } from "./Target.js"
 
 // --- export ---------------------------------------------------------------------------------
@@ -51,12 +52,14 @@ interface Exported {
 }
 
 /** Validate a session by a streamed read (SPEC §12: memory bounded by a chunk); how to read it again. */
-const validated = (id: string, reader: SourceReader) =>
+const validated = (id: string, reader: SourceReader, validating: SourceReader = reader) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const each = <E>(onEvents: (events: ReadonlyArray<Event>) => Effect.Effect<void, E>) =>
       readEach(reader.read, reader.reload, onEvents).pipe(Effect.provideService(FileSystem.FileSystem, fs))
-    const { count, header } = yield* each(() => Effect.void)
+    const { count, header } = yield* readEach(validating.read, validating.reload, () => Effect.void).pipe(
+      Effect.provideService(FileSystem.FileSystem, fs)
+    )
     return { id, header, events: count, each } satisfies Exported
   })
 
@@ -261,7 +264,10 @@ export const exportCommand = Command.make("export", { json, store, session, file
       const single = Option.isSome(o.session) || Option.isSome(o.file)
       const sessions: ReadonlyArray<Exported> = single
         ? [yield* Effect.flatMap(resolve(o.file, o.session, o.store), (src) =>
-          Effect.flatMap(sourceReader(src), (reader) => validated(src.kind === "store" ? src.id : src.path, reader)))]
+          Effect.flatMap(sourceReader(src), (reader) =>
+            // progress on a terminal for the validating read only (Progress.ts): stdout may be that terminal
+            Effect.flatMap(sourceWithProgress(src, reader, "export", o.json), (validating) =>
+              validated(src.kind === "store" ? src.id : src.path, reader, validating))))]
         : yield* exportStore(o.store, o.out)
       const counts = { sessions: sessions.length, events: sessions.reduce((n, t) => n + t.events, 0) }
       if (Option.isNone(o.out)) {

@@ -15,6 +15,7 @@ import { SessionStore } from "../../services/SessionStore.js"
 import { type TornTailReport, verifyEach, type VerifyReport, verifySession } from "../Verify.js"
 import { failOn, file, json, resolve, resolveSpec, runCommand, session, store } from "./CommandSupport.js"
 import { describeError, dim, errorDocument, exitCodeFor, green, printJson, progress, red, yellow } from "./Output.js"
+import { sourceWithProgress } from "./Progress.js"
 import { openStore, readSessionFile, readSessionFileEach, readSessionFileHeader, sourceReader, storeNotFound, type StoreSpec } from "./Target.js"
 
 type StoreReport = VerifyReport & { readonly id: string }
@@ -100,12 +101,14 @@ const verifyStore = (storeOpt: string) =>
   })
 
 /** Verify one session or file; a failed read is a report too. */
-const verifyOne = (fileArg: Option.Option<string>, sessionOpt: Option.Option<string>, storeOpt: string) =>
+const verifyOne = (fileArg: Option.Option<string>, sessionOpt: Option.Option<string>, storeOpt: string, jsonOut: boolean) =>
   Effect.gen(function*() {
     const src = yield* resolve(fileArg, sessionOpt, storeOpt)
-    const reader = yield* sourceReader(src).pipe(Effect.either)
-    if (reader._tag === "Left") return { ok: false as const, error: errorDocument(reader.left).error }
-    return yield* verifyEach(reader.right.read, reader.right.reload)
+    const opened = yield* sourceReader(src).pipe(Effect.either)
+    if (opened._tag === "Left") return { ok: false as const, error: errorDocument(opened.left).error }
+    // progress on a terminal (Progress.ts): events, bytes, rate and, for a file, the time left
+    const reader = yield* sourceWithProgress(src, opened.right, "verify", jsonOut)
+    return yield* verifyEach(reader.read, reader.reload)
   })
 
 const renderStore = (jsonOut: boolean, reports: ReadonlyArray<StoreReport>) =>
@@ -120,7 +123,7 @@ const renderStore = (jsonOut: boolean, reports: ReadonlyArray<StoreReport>) =>
 export const verifyCommand = Command.make("verify", { json, store, session, file }, (o) =>
   Option.isNone(o.file) && Option.isNone(o.session)
     ? runCommand(o.json, verifyStore(o.store), (reports) => renderStore(o.json, reports))
-    : runCommand(o.json, verifyOne(o.file, o.session, o.store), (report) =>
+    : runCommand(o.json, verifyOne(o.file, o.session, o.store, o.json), (report) =>
       Effect.zipRight(
         o.json ? printJson(report) : Console.log(reportLine(report, Option.getOrElse(o.file, () => Option.getOrElse(o.session, () => "")))),
         failOn(reportErrors([report]))

@@ -8,10 +8,12 @@ import * as Options from "@effect/cli/Options"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import { SessionNotFound } from "../../schema/Errors.js"
+import { SessionExists, SessionNotFound } from "../../schema/Errors.js"
+import { SESSION_FORMAT_VERSION } from "../../schema/Format.js"
 import { makeMemoryStore } from "../../layers/MemoryStore.js"
 import * as SessionLive from "../../layers/SessionLive.js"
 import { layerSummarizerDeterministic } from "../../layers/SummarizerLive.js"
+import * as Fork from "../../services/Fork.js"
 import { inspectLoaded } from "../../services/Resume.js"
 import * as Session from "../../services/Session.js"
 import { SessionStore, type SessionStoreShape } from "../../services/SessionStore.js"
@@ -27,6 +29,7 @@ import {
   resolve,
   resolveSpec,
   runCommand,
+  runWritingCommand,
   session,
   store
 } from "./CommandSupport.js"
@@ -71,15 +74,23 @@ const trialRun = <E, R>(
     return (yield* handle.events).length - before
   }))
 
-/** Open a session for a writing command and run `program` on it; returns the events it appended. */
+/**
+ * Open a session for a writing command and run `program` on it; returns the events it appended.
+ * `interruptible` marks the trial run (no write yet) as the part a SIGINT may cut short, when
+ * the command runs the rest uninterruptibly (`runWritingCommand`).
+ */
 const onOpenedSession = <E, R>(
   src: SessionSource,
-  program: Effect.Effect<unknown, E, Session.Session | R>
+  program: Effect.Effect<unknown, E, Session.Session | R>,
+  interruptible: <X, Y, Z>(effect: Effect.Effect<X, Y, Z>) => Effect.Effect<X, Y, Z> = (effect) => effect
 ) =>
   Effect.gen(function*() {
-    const { id, store: read } = yield* openSessionStore(src, { readOnly: true })
     // nothing to do (or a rejection) writes nothing: not even the closers and end-seed of an open
-    if ((yield* trialRun(read, id, program)) === 0) return []
+    const { appended, id } = yield* interruptible(Effect.gen(function*() {
+      const { id, store: read } = yield* openSessionStore(src, { readOnly: true })
+      return { appended: yield* trialRun(read, id, program), id }
+    }))
+    if (appended === 0) return []
     const { store: s } = yield* openSessionStore(src)
     const handle = yield* SessionLive.open(id).pipe(Effect.provideService(SessionStore, s))
     const before = (yield* handle.events).length
@@ -126,9 +137,9 @@ const rangeEnd = optionalInteger("end", "<seq>", "last surface seq of an explici
 
 /** `compact`. */
 export const compactCommand = Command.make("compact", { json, store, session, file, retain, start: rangeStart, end: rangeEnd }, (o) =>
-  runCommand(
+  runWritingCommand(
     o.json,
-    Effect.gen(function*() {
+    (interruptible) => Effect.gen(function*() {
       const src = yield* resolve(o.file, o.session, o.store)
       const region = Option.isSome(o.start) && Option.isSome(o.end) ? { start: o.start.value, end: o.end.value } : undefined
       if ((Option.isSome(o.start) || Option.isSome(o.end)) && region === undefined) {
@@ -138,7 +149,10 @@ export const compactCommand = Command.make("compact", { json, store, session, fi
         mode: "manual",
         ...(region === undefined ? { retainTokens: Option.getOrElse(o.retain, () => 0) } : { region })
       }
-      return yield* onOpenedSession(src, Compact.compact(options)).pipe(Effect.provide(layerSummarizerDeterministic))
+      // the compaction's write is not cut in half by a SIGINT: it lands and is reported
+      return yield* onOpenedSession(src, Compact.compact(options), interruptible).pipe(
+        Effect.provide(layerSummarizerDeterministic)
+      )
     }),
     (events) => o.json ? printJson(events) : Console.log(eventTable(events))
   )).pipe(Command.withDescription("manual compaction with the deterministic summariser (between turns)"))
@@ -177,14 +191,30 @@ const child = Options.text("child").pipe(
 
 /** `fork`. */
 export const forkCommand = Command.make("fork", { json, store, session, file, at: forkAt, child }, (o) =>
-  runCommand(
+  runWritingCommand(
     o.json,
-    Effect.gen(function*() {
-      const { id, store: s } = yield* openSessionStore(yield* resolve(o.file, o.session, o.store))
-      const handle = yield* SessionLive.fork(id, {
-        ...(Option.isSome(o.at) ? { at: o.at.value } : {}),
-        ...(Option.isSome(o.child) ? { childId: o.child.value } : {})
-      }).pipe(Effect.provideService(SessionStore, s))
+    (interruptible) => Effect.gen(function*() {
+      // the plan (M1–M9) reads only: a refused fork never opens the store for writing
+      const { plan, src } = yield* interruptible(Effect.gen(function*() {
+        const src = yield* resolve(o.file, o.session, o.store)
+        const { id, store: read } = yield* openSessionStore(src, { readOnly: true })
+        const plan = yield* Fork.planFork(id, {
+          ...(Option.isSome(o.at) ? { at: o.at.value } : {}),
+          ...(Option.isSome(o.child) ? { childId: o.child.value } : {})
+        }).pipe(Effect.provideService(SessionStore, read))
+        return { plan, src }
+      }))
+      // the child's write (M10, what SessionLive.fork does after its plan) is not cut in half by a
+      // SIGINT: it lands and is reported (runWritingCommand)
+      const { store: s } = yield* openSessionStore(src)
+      const handle = yield* SessionLive.fromSeed({ header: plan.header, seed: plan.seed }).pipe(
+        Effect.provideService(SessionStore, s),
+        Effect.mapError((e) =>
+          e instanceof SessionExists
+            ? Fork.reject("M1", "SESSION_ALREADY_EXISTS", `a session "${String(plan.header.id)}" was created concurrently`)
+            : e
+        )
+      )
       return handle.header
     }),
     (header) =>
@@ -199,6 +229,21 @@ const dropTornTail = Options.boolean("drop-torn-tail").pipe(
   Options.withDescription("accept dropping the complete lines of a torn tail (the original is kept as a backup)")
 )
 
+/**
+ * The reports of a migration with nothing to do (every session of `id`, or of the store, is in
+ * the current format), read without writing; `undefined` when a session needs an upgrade or
+ * cannot be read (the migration itself then reports it).
+ */
+const currentOnly = (read: SessionStoreShape, id: string | undefined) =>
+  Effect.gen(function*() {
+    const ids = id === undefined ? (yield* read.list()).map((h) => h.id) : [id]
+    for (const each of ids) {
+      const loaded = yield* Effect.either(read.load(each))
+      if (loaded._tag === "Left" || loaded.right.storedVersion !== SESSION_FORMAT_VERSION) return undefined
+    }
+    return ids.map((each): Migrate.MigrateReport => ({ id: each, status: "current" }))
+  })
+
 /** `migrate`. */
 export const migrateCommand = Command.make("migrate", { json, store, session, file, dropTornTail }, (o) =>
   runCommand(
@@ -208,6 +253,10 @@ export const migrateCommand = Command.make("migrate", { json, store, session, fi
       const target = whole
         ? { spec: yield* resolveSpec(o.store), id: undefined }
         : yield* Effect.flatMap(resolve(o.file, o.session, o.store), storeOfSource)
+      // nothing to migrate writes nothing: every session already current is decided on a
+      // read-only open (a SQLite store opened for writing is written by the open alone)
+      const current = yield* currentOnly(yield* openExistingStore(target.spec, { readOnly: true }), target.id)
+      if (current !== undefined) return current
       const s = yield* openExistingStore(target.spec)
       const options = { dropTornTail: o.dropTornTail }
       const program = target.id === undefined

@@ -1,9 +1,11 @@
 /**
  * The one runtime edge: parses `process.argv`, runs the `session-log` command with the Node
- * platform layers, and exits with the code the command's result carries (0, 1 or 2).
+ * platform layers, and exits with the code the command's result carries (0, 1 or 2), or 130 / 143
+ * when SIGINT / SIGTERM interrupted it (the shell's 128 + signal number).
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
@@ -21,8 +23,10 @@ const program = main(process.argv).pipe(
 // the first SIGINT/SIGTERM interrupts the command (runMain), which cleans up and exits; a second
 // one ends the process at once, even when the first could not (an open(2) that blocks)
 let signalled = 0
+let signalCode: number | undefined
 for (const [signal, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
   process.on(signal, () => {
+    signalCode ??= code
     if (++signalled > 1) process.exit(code)
   })
 }
@@ -30,6 +34,14 @@ for (const [signal, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
 NodeRuntime.runMain(program, {
   disableErrorReporting: false,
   disablePrettyLogger: true,
-  // the program's result is the exit code; a defect (not an expected failure) is 2
-  teardown: (exit, onExit) => onExit(Exit.isSuccess(exit) && typeof exit.value === "number" ? exit.value : 2)
+  // the program's result is the exit code; an interruption by a signal is 128 + its number; a
+  // defect (not an expected failure) is 2
+  teardown: (exit, onExit) =>
+    onExit(
+      Exit.isSuccess(exit) && typeof exit.value === "number"
+        ? exit.value
+        : Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) && signalCode !== undefined
+        ? signalCode
+        : 2
+    )
 })
