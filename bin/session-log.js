@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// The `session-log` CLI. In an installed package (no src/) it runs the bundle dist/session-log.mjs.
-// In the repository it runs that bundle (built by `npm run build:cli`, and by `prepare` on
-// `npm ci`) when it is newer than every file under src/; otherwise it runs the TypeScript sources
+// The `session-log` CLI. In an installed package (no tsconfig.json) it runs the bundle
+// dist/session-log.mjs. In the repository it runs that bundle (built by `npm run build:cli`, and by
+// `npm start`) when it is newer than every file under src/; otherwise it runs the TypeScript sources
 // through tsx (a development dependency). SESSION_LOG_BUNDLE=<file> runs that bundle (the CLI
 // tests build a fresh one).
 import { readdirSync, statSync } from "node:fs"
@@ -34,7 +34,8 @@ const useBundle = () => {
   if (forced !== undefined) return true
   const built = mtime(bundle)
   if (built === undefined) return false
-  if (mtime(sources) === undefined) return true // an installed package: no sources, no tsx
+  // an installed package: it ships src/ for its source maps, but no tsconfig.json and no tsx
+  if (mtime(join(root, "tsconfig.json")) === undefined) return true
   return built >= newestSource(sources)
 }
 

@@ -14,10 +14,18 @@ const read = (file: string) => readFileSync(path.join(root, file), "utf8")
 interface Target {
   readonly types: string
   readonly import: string
+  readonly default: string
 }
 
 const pkg = JSON.parse(read("package.json")) as {
   readonly types: string
+  readonly engines: { readonly node: string }
+  readonly files: ReadonlyArray<string>
+  readonly repository?: unknown
+  readonly homepage?: string
+  readonly bugs?: unknown
+  readonly keywords?: ReadonlyArray<string>
+  readonly dependencies: Record<string, string>
   readonly exports: Record<string, Target | string>
   readonly peerDependencies: Record<string, string>
 }
@@ -56,10 +64,11 @@ describe("package.json exports", () => {
       assert.isTrue(existsSync(path.join(root, "src", `${module}.ts`)), `src/${module}.ts`)
       assert.deepStrictEqual(pkg.exports[`./${name}`], {
         types: `./dist/${module}.d.ts`,
-        import: `./dist/${module}.js`
+        import: `./dist/${module}.js`,
+        default: `./dist/${module}.js`
       }, name)
     }
-    assert.deepStrictEqual(pkg.exports["."], { types: "./dist/index.d.ts", import: "./dist/index.js" })
+    assert.deepStrictEqual(pkg.exports["."], { types: "./dist/index.d.ts", import: "./dist/index.js", default: "./dist/index.js" })
     assert.strictEqual(pkg.exports["./package.json"], "./package.json")
     assert.strictEqual(pkg.types, "./dist/index.d.ts")
   })
@@ -69,5 +78,34 @@ describe("package.json exports", () => {
     assert.isDefined(line)
     const specs = line!.split(/\s+/).slice(3).sort()
     assert.deepStrictEqual(specs, Object.entries(pkg.peerDependencies).map(([name, range]) => `${name}@${range}`).sort())
+  })
+})
+
+describe("package.json metadata (issue 26)", () => {
+  it("names its repository, homepage, issue tracker and keywords", () => {
+    assert.isDefined(pkg.repository)
+    assert.match(pkg.homepage ?? "", /^https:\/\//)
+    assert.isDefined(pkg.bugs)
+    assert.isAbove(pkg.keywords?.length ?? 0, 3)
+  })
+
+  it("declares the Node floor the code needs: zlib.crc32 (compressed JSONL) is in Node 20.15", () => {
+    assert.isTrue(read("src/layers/JsonlCompression.ts").includes("Zlib.crc32"))
+    assert.strictEqual(pkg.engines.node, ">=20.15.0")
+  })
+
+  it("ships the sources its source and declaration maps point at, and its changelog and docs", () => {
+    const build = read("tsconfig.build.json")
+    assert.match(build, /"declarationMap": true/)
+    assert.include(pkg.files, "src/")
+    assert.include(pkg.files, "CHANGELOG.md")
+    assert.isTrue(existsSync(path.join(root, "CHANGELOG.md")))
+  })
+
+  it("depends on no package that compiles on install but better-sqlite3 (the JSONL lock ships prebuilt binaries)", () => {
+    assert.deepStrictEqual(Object.keys(pkg.dependencies).sort(), ["better-sqlite3", "fs-native-extensions"])
+    const lock = JSON.parse(read("package-lock.json")) as { packages: Record<string, { hasInstallScript?: boolean }> }
+    assert.isUndefined(lock.packages["node_modules/fs-native-extensions"]?.hasInstallScript)
+    assert.isUndefined(lock.packages["node_modules/fs-ext"])
   })
 })
