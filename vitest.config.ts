@@ -1,10 +1,13 @@
 import { defineConfig } from "vitest/config"
+import { SLOW_ONLY, TEST_FILES } from "./test/suites.js"
 
+// `npm test`: every test file but the slow-only ones (test/suites.ts); campaigns at a few rounds.
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
-    // PostgreSQL for the tests that need it: started on first use, stopped at the end
-    globalSetup: ["test/postgres.setup.ts"],
+    include: [TEST_FILES],
+    exclude: ["**/node_modules/**", ...SLOW_ONLY],
+    // the CLI bundle, built once per run; PostgreSQL for the tests that need it (started on first use, stopped at the end)
+    globalSetup: ["test/cli.setup.ts", "test/postgres.setup.ts"],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks"

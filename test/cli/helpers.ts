@@ -48,17 +48,24 @@ export const json = (r: Run): any => {
   return JSON.parse(trimmed)
 }
 
-/** Bundle the current sources into dist/<name>-<pid>.mjs (inside the repository, so the bundle resolves the native addons from node_modules); removed with `fs.rmSync` after the file's tests. */
+/**
+ * The CLI bundle of this run: the one the global set-up built (test/cli.setup.ts), else (a file
+ * run outside the vitest configs) the current sources bundled into dist/<name>-<pid>.mjs (inside
+ * the repository, so the bundle resolves the native addons from node_modules), removed by
+ * `removeBundle` after the file's tests.
+ */
 export const buildBundle = (name: string): Promise<string> => {
+  const shared = process.env.SESSION_LOG_TEST_BUNDLE
+  if (shared !== undefined) return Promise.resolve(shared)
   const bundle = path.resolve(__dirname, `../../dist/${name}-${process.pid}.mjs`)
   return new Promise<string>((resolve, reject) =>
     execFile(process.execPath, [path.resolve(__dirname, "../../scripts/build-cli.mjs"), bundle], (e) => (e ? reject(e) : resolve(bundle)))
   )
 }
 
-/** Remove a bundle made by `buildBundle`. */
+/** Remove a bundle made by `buildBundle` (the run's shared bundle stays until the run ends). */
 export const removeBundle = (bundle: string | undefined): void => {
-  if (bundle !== undefined) fs.rmSync(bundle, { force: true })
+  if (bundle !== undefined && bundle !== process.env.SESSION_LOG_TEST_BUNDLE) fs.rmSync(bundle, { force: true })
 }
 
 /** One JSON record as a JSONL line (without the newline). */

@@ -11,7 +11,7 @@
  * once, with its writer's content; no seq was acknowledged twice; a torn tail only ever holds
  * unacknowledged bytes; no lock or temporary file is left behind.
  *
- * More rounds (the default is 20 per scenario and writer count):
+ * More rounds (the default is 3 per scenario and writer count in `npm test`, 20 in `npm run test:slow`):
  *   WRITERS_ROUNDS=1000 npx vitest run test/jsonl/writers.test.ts
  * Other knobs: WRITERS_SEED, WRITERS_PAUSE_MS (default 250), WRITERS_COUNT (appends per writer, 12).
  */
@@ -28,7 +28,8 @@ import { header, turnStart } from "./helpers.js"
 import { bundleScript, childEnv, prng } from "../helpers/processes.js"
 import { spawnHolder } from "./holder.js"
 
-const ROUNDS = Number(process.env.WRITERS_ROUNDS ?? "20")
+/** 3 rounds in `npm test`, 20 in `npm run test:slow` (TEST_SUITE=slow). */
+const ROUNDS = Number(process.env.WRITERS_ROUNDS ?? (process.env.TEST_SUITE === "slow" ? "20" : "3"))
 const SEED = Number(process.env.WRITERS_SEED ?? "20261201")
 const PAUSE_MS = Number(process.env.WRITERS_PAUSE_MS ?? "250")
 const COUNT = Number(process.env.WRITERS_COUNT ?? "12")

@@ -21,7 +21,8 @@ import { describePg, freshUrl } from "./helpers.js"
 
 const AGENTS = 4
 const SESSIONS = 8
-const ROUNDS = Number(process.env.FLEET_ROUNDS ?? "4")
+/** 1 round in `npm test`, 4 in `npm run test:slow` (TEST_SUITE=slow). */
+const ROUNDS = Number(process.env.FLEET_ROUNDS ?? (process.env.TEST_SUITE === "slow" ? "4" : "1"))
 const SEED = Number(process.env.FLEET_SEED ?? "20261201")
 
 const work = mkdtempSync(join(tmpdir(), "fleet-"))

@@ -1,0 +1,22 @@
+/**
+ * Which test file runs in which suite (issue 28). `npm test` (vitest.config.ts) runs every test
+ * file but the slow-only ones, the campaigns at a few rounds; `npm run test:slow`
+ * (vitest.slow.config.ts, TEST_SUITE=slow) runs the campaigns at their CI sizes and the slow-only
+ * files. test/suites.test.ts fails when a test file belongs to neither suite.
+ */
+
+/** What a test file is named: vitest's include pattern of both configs. */
+export const TEST_FILES = "test/**/*.test.ts"
+
+/** Files whose size is set by TEST_SUITE: a few rounds in `npm test`, the campaign in `test:slow`. */
+export const CAMPAIGNS: ReadonlyArray<string> = [
+  "test/crash/crash.test.ts",
+  "test/jsonl/writers.test.ts",
+  "test/jsonl/publish.test.ts",
+  "test/postgres/fleet.test.ts"
+]
+
+/** Files that run in `test:slow` only (each takes minutes and guards no rule a faster file misses). */
+export const SLOW_ONLY: ReadonlyArray<string> = [
+  "test/cli/resources.test.ts"
+]
