@@ -16,7 +16,7 @@
 //       one JSONL session at once, whose log then verifies and holds every acknowledged turn.
 // The temporary project is removed afterwards (KEEP_CONSUMER=1 keeps it for inspection).
 import { execFile, execFileSync, spawnSync } from "node:child_process"
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
@@ -231,7 +231,11 @@ try {
   const stubs = join(work, "stubs")
   mkdirSync(stubs)
   for (const name of COMPILERS) {
-    writeFileSync(join(stubs, name), `#!/bin/sh\necho "consumer-check: ${name} was run: nothing may compile" >&2\nexit 1\n`, { mode: 0o755 })
+    writeFileSync(
+      join(stubs, name),
+      `#!/bin/sh\necho "${name} $*" >> "${join(work, "compiler-calls.log")}"\necho "consumer-check: ${name} was run: nothing may compile" >&2\nexit 1\n`,
+      { mode: 0o755 }
+    )
   }
   const stubbed = { ...env, PATH: `${stubs}:${env.PATH}`, npm_config_node_gyp: join(stubs, "node-gyp") }
   const app = join(work, "app")
@@ -249,6 +253,9 @@ try {
     "--prefer-offline",
     ...installArgs.map((arg) => arg === "effect-session-log" ? join(work, tarball) : arg)
   ], app, stubbed)
+  // a failed build of an optional dependency does not fail the install: the stubs say whether any ran
+  const calls = join(work, "compiler-calls.log")
+  if (existsSync(calls)) fail(`the install ran a compiler:\n${readFileSync(calls, "utf8")}`)
   const uncovered = `${installed.stdout}${installed.stderr}`.split("\n").filter((line) => /install-scripts\s+\S+@\S+ \(/.test(line))
   if (uncovered.length > 0) fail(`npm lists install scripts the README's allowScripts does not name:\n${uncovered.join("\n")}`)
   log(`installed the tarball with README's line and failing compilers on PATH: ${installLine} (${seconds(installed.ms)})`)
