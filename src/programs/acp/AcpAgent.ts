@@ -1,5 +1,5 @@
 /**
- * The ACP agent (ACP.md §2.3–§2.4): an SDK 2.x `AgentApp` whose handlers run on the captured
+ * The ACP agent (docs/acp.md §2.3–§2.4): an SDK 2.x `AgentApp` whose handlers run on the captured
  * Effect runtime — `initialize` (only what is true), `session/new`, `session/load` (repair on open,
  * then the whole transcript as awaited updates, then the answer), `session/resume` (no replay),
  * `session/list` (dated by each session's last event), `session/prompt` (one in flight per session,

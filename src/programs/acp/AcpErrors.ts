@@ -1,5 +1,5 @@
 /**
- * Errors of the ACP adapter and their JSON-RPC mapping (ACP.md §2.3): the adapter's own
+ * Errors of the ACP adapter and their JSON-RPC mapping (docs/acp.md §2.3): the adapter's own
  * rejections (`AcpRejected`), the library's tagged errors (a missing session is -32002 with
  * `data.sessionId`, data rejections are invalid params, store failures internal errors), and
  * defects; each carries its tag, rule and message as `data`.

@@ -1,5 +1,5 @@
 /**
- * The ACP adapter's mode catalog (ACP.md §2.4): the available modes, how each composes the system
+ * The ACP adapter's mode catalog (docs/acp.md §2.4): the available modes, how each composes the system
  * prompt and the tools offered, the durable log-only `acp/mode` event a switch appends (ignorable,
  * so the log stays readable under K7), its fold, and the mode both ways ACP shows it: as session
  * modes and as the `mode` select config option.

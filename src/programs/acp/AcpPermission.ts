@@ -1,5 +1,5 @@
 /**
- * The permission gate of the ACP adapter (ACP.md §1.4): the pre-execution policy of the agent
+ * The permission gate of the ACP adapter (docs/acp.md §1.4): the pre-execution policy of the agent
  * loop. A tool the current mode does not offer is denied; a gated tool asks the client with
  * `session/request_permission` about the call already announced as a pending `tool_call`.
  * It fails closed: a cancelled or unknown outcome, a reject, or a transport failure denies.

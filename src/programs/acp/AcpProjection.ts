@@ -1,5 +1,5 @@
 /**
- * The one event → `session/update` projection of the ACP adapter (ACP.md §2.5), used by live
+ * The one event → `session/update` projection of the ACP adapter (docs/acp.md §2.5), used by live
  * updates (`live: true`: text and reasoning deltas as they are committed) and by `session/load`
  * replay (`live: false`: committed blocks, and each tool call folded into the `tool_call` that
  * announced it), so the two cannot drift: replay is what `coalesce` makes of the live updates.
@@ -194,7 +194,7 @@ export const makeProjector = (options: ProjectionOptions): Projector => {
 }
 
 /**
- * The whole transcript of a log as replay updates (ACP.md §2.5): no cap, coalesced (`coalesce`), so
+ * The whole transcript of a log as replay updates (docs/acp.md §2.5): no cap, coalesced (`coalesce`), so
  * a tool call is one `tool_call` in its settled state.
  */
 export const projectTranscript = (

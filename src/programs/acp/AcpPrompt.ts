@@ -1,5 +1,5 @@
 /**
- * Prompts in and stop reasons out (ACP.md §2.4): the baseline prompt capabilities (text and
+ * Prompts in and stop reasons out (docs/acp.md §2.4): the baseline prompt capabilities (text and
  * resource links; nothing the library cannot store is advertised), one user message per prompt
  * (text blocks in order, resource links as bracketed references), and a turn's `turn/end` reason
  * as an ACP stop reason, or a failure.

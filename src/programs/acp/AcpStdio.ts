@@ -1,5 +1,5 @@
 /**
- * The stdio transport of the ACP agent (ACP.md §1.5): NDJSON frames on the process's stdin and
+ * The stdio transport of the ACP agent (docs/acp.md §1.5): NDJSON frames on the process's stdin and
  * stdout — stdout carries protocol frames only, so everything else must log to stderr. Runs until
  * the client closes the connection (stdin ends), then the agent's scope tears everything down.
  */
