@@ -265,6 +265,13 @@ describe.concurrent("session-log on stores", () => {
     assert.strictEqual(r.lastRequest.header.config.model, "demo-model")
     const store = path.join(demoDir, ".demo", "demo.db")
     assert.deepStrictEqual(json(await cli(["verify", "--json", "--store", store, "--session", "demo-session"], demoDir)).ok, true)
+    // issue 27 item 8: every command the demo suggests next works on its store
+    assert.deepStrictEqual(r.next.map((c: any) => c.args[0]), ["messages", "request", "surface", "show", "verify"])
+    for (const c of r.next) {
+      const ran = await cli(c.args, demoDir)
+      assert.strictEqual(ran.code, 0, `${c.args.join(" ")}: ${ran.stderr}`)
+      assert.isAbove(ran.stdout.trim().length, 0, c.args.join(" "))
+    }
     // it runs again cleanly, adding a session of its own
     const again = await cli(["demo", "--json"], demoDir)
     assert.strictEqual(again.code, 0, again.stderr)

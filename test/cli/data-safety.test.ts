@@ -147,6 +147,11 @@ describe("demo only adds a session of its own", () => {
     const second = await cli(["demo"], cwd)
     assert.strictEqual(second.code, 0, second.stderr)
     assert.match(second.stdout, /--session demo-session-2/)
+    // issue 27 item 8: it says what the project does first, and ends with the commands to try next
+    assert.match(second.stdout.split("\n")[0]!, /^effect-session-log records everything an AI agent does/)
+    const tail = second.stdout.trimEnd().split("\n").slice(-12).join("\n")
+    assert.match(tail, /Next, try:/)
+    assert.match(tail, /npm run session-log -- verify --store \S+ --session demo-session-2/)
     assert.strictEqual(await exported(store, "demo-session", cwd), kept)
     assert.deepStrictEqual(await listIds(store, cwd), ["demo-session", "demo-session-2"])
   })

@@ -117,11 +117,33 @@ const resumeAndReport = (spec: StoreSpec, storeOpt: string, id: string, childExi
       crash: { childExitCode, closers },
       transcript: yield* handle.transcript,
       surface: "nodes" in fold ? fold : { nodes: [], replacements: [] },
-      lastRequest: { seq: events.length - 1, header: last.header ?? null, messages: last.messages }
+      lastRequest: { seq: events.length - 1, header: last.header ?? null, messages: last.messages },
+      next: nextCommands(storeOpt, id, events.filter((e) => e.type === "compaction/summary")[0]?.seq)
     }
   }))
 
 type DemoReport = Effect.Effect.Success<ReturnType<typeof resumeAndReport>>
+
+/** A command to try after the demo: its `session-log` arguments and what it shows. */
+export interface NextCommand {
+  readonly args: ReadonlyArray<string>
+  readonly shows: string
+}
+
+/** The commands the demo suggests next, on its own store and session. */
+const nextCommands = (store: string, id: string, compactedAt: number | undefined): ReadonlyArray<NextCommand> => {
+  const on = ["--store", store, "--session", id]
+  return [
+    { args: ["messages", ...on], shows: "the messages a model would be sent now" },
+    ...(compactedAt === undefined ? [] : [{
+      args: ["request", ...on, "--at", String(compactedAt - 1)],
+      shows: `the exact request just before the first compaction (seq ${compactedAt})`
+    }]),
+    { args: ["surface", ...on], shows: "which events each compaction and pruning replaced" },
+    { args: ["show", ...on, "--tail", "20"], shows: "the last 20 events of the log, one line each" },
+    { args: ["verify", ...on], shows: "every rule checked on the whole log" }
+  ]
+}
 
 /** What people see after the demo's steps. */
 const renderDemo = (r: DemoReport): string =>
@@ -136,7 +158,8 @@ const renderDemo = (r: DemoReport): string =>
     bold("Human transcript (append-origin events; replacements do not erase what was seen)"),
     transcriptTable(r.transcript),
     "",
-    bold("Surface") + ` ${r.surface.nodes.join(", ")}`,
+    bold("Surface") + dim(" (the events the messages are made from, by seq, after the recorded replacements)"),
+    `   ${r.surface.nodes.join(", ")}`,
     replacementTable("REPLACED BY", r.surface.replacements),
     "",
     bold(`Last request (seq ${r.lastRequest.seq}), rebuilt from the log`),
@@ -145,7 +168,8 @@ const renderDemo = (r: DemoReport): string =>
     }`,
     messageTable(r.lastRequest.messages),
     "",
-    `${green("done")}: ${r.events} events in ${r.store}; try \`npx session-log show --store ${r.store} --session ${r.sessionId}\``
+    `${green("done")}: ${r.events} events in ${r.store}. Next, try:`,
+    ...r.next.map((c) => `  npm run session-log -- ${c.args.join(" ")}\n    ${dim(c.shows)}`)
   ].join("\n")
 
 /** `demo`. */
@@ -162,18 +186,25 @@ export const demoCommand = Command.make("demo", { json, store: demoStore }, (o) 
       }
       const say = (line: string) => (o.json ? Effect.void : Console.log(line))
 
-      yield* say(bold("1. A scripted agent (AgentLoop over a keyless LanguageModel) works through two turns with tool calls"))
-      yield* say(dim("   automatic pruning and compaction run in the pre-step hook when the request grows too large"))
+      yield* say(
+        "effect-session-log records everything an AI agent does (each prompt, model reply, tool call and result) as an\n" +
+          "append-only log of numbered events, and rebuilds from that log exactly what the model is sent.\n"
+      )
+      yield* say(bold("1. A scripted agent (no model or API key needed) works through two turns that call tools"))
+      yield* say(dim("   every step is appended to the log as an event with a number, its seq"))
+      yield* say(dim("   when the conversation grows too long, old tool output is pruned and older turns are summarised:"))
+      yield* say(dim("   both are new events that name what they replace; nothing is deleted"))
       const { first, id } = yield* firstTurns(spec)
       yield* say(dim(`   ${first} events written`))
 
-      yield* say(bold("2. A child process reopens the session and is killed (SIGKILL) inside a tool call"))
+      yield* say(bold("2. Another process reopens the session and is killed (SIGKILL) in the middle of a tool call"))
+      yield* say(dim("   like a crash: the log now ends inside an unfinished turn"))
       const child = PlatformCommand.make(process.execPath, process.argv[1], "demo-crash", "--store", o.store, "--session", id)
       const code = yield* PlatformCommand.exitCode(child).pipe(Effect.orElseSucceed(() => -1))
       yield* say(dim(`   child exited with ${code === 137 || code === -1 ? "SIGKILL" : `code ${code}`}`))
 
-      yield* say(bold("3. Reopening repairs the interrupted turn with explicit closers"))
-      yield* say(bold("4. A new loop instance continues: its first request carries a resume header"))
+      yield* say(bold("3. Reopening the session repairs it with closers: events that end the unfinished tool calls and turn"))
+      yield* say(bold("4. The agent goes on in this process; its first request to the model is marked as a resume"))
       return yield* resumeAndReport(spec, o.store, id, code)
     }),
     (r) => o.json ? printJson(r) : Console.log(renderDemo(r))
