@@ -1,5 +1,5 @@
 /**
- * Progress on long work (issue 27): `verify`, `show` and `export` of a session show the events and
+ * Progress on long work (issue 27): `verify`, `show`, `export` and `import` of a session show the events and
  * bytes read, the rate and (for a file) the time left on stderr for people at a terminal; nothing
  * when stderr is piped or with `--json`. Terminal mode is forced with the documented
  * `SESSION_LOG_PROGRESS=1` (a terminal draws only after half a second, which a test cannot rely on).
@@ -52,10 +52,18 @@ describe("progress on stderr", () => {
     assert.strictEqual(exported.code, 0, exported.stderr)
     assert.match(exported.stderr, progressLine("export"))
     assert.strictEqual(exported.stdout, fs.readFileSync(file, "utf8"), "stdout is the log, untouched by progress")
+
+    const store = `jsonl:${path.join(dir, "imported")}`
+    const imported = await runCli(bundle, ["import", "--store", store, file], dir, forced)
+    assert.strictEqual(imported.code, 0, imported.stderr)
+    assert.match(imported.stderr, progressLine(`import ${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`))
+    assert.include(imported.stderr, `import ${file}: ${total} events`, "the validating read counts every event")
+    assert.match(imported.stdout, /imported 1 session\(s\), [\d]+ events/)
   })
 
   it("nothing with --json, nor when stderr is not a terminal", SLOW, async () => {
-    for (const args of [["verify", "--json", file], ["show", "--json", "--tail", "1", file]]) {
+    const quietStore = `jsonl:${path.join(dir, "imported-json")}`
+    for (const args of [["verify", "--json", file], ["show", "--json", "--tail", "1", file], ["import", "--json", "--store", quietStore, file]]) {
       const r = await runCli(bundle, args, dir, forced)
       assert.strictEqual(r.code, 0, r.stderr)
       assert.strictEqual(r.stderr, "", `${args[0]} --json: no progress`)

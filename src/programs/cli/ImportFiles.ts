@@ -18,6 +18,7 @@ import type { SessionHeader } from "../../schema/SessionHeader.js"
 import { type PreparedEvent, prepareValidated } from "../../services/PrepareEvent.js"
 import { readEach } from "../../services/ReadEach.js"
 import type { LoadError, ReadError, SessionStoreShape } from "../../services/SessionStore.js"
+import { makeProgress } from "./Progress.js"
 import { readSessionFile, readSessionFileEach, type StoreSpec } from "./Target.js"
 
 /** One validated file, ready to be written. */
@@ -41,11 +42,13 @@ export const IMPORT_BATCH_BYTES = 4 * 1024 * 1024
 
 /**
  * Read, upgrade, validate and pre-check every file by a streamed read (memory bounded by a
- * chunk); the first rejection stops before any write.
+ * chunk); the first rejection stops before any write. The validating read of each file shows
+ * progress on a terminal (Progress.ts) unless `json`.
  */
 export const readImportFiles = (
   files: ReadonlyArray<string>,
-  onReject: (file: string) => Effect.Effect<void> = () => Effect.void
+  onReject: (file: string) => Effect.Effect<void> = () => Effect.void,
+  json = true
 ) =>
   Effect.forEach(files, (file) =>
     Effect.gen(function*() {
@@ -60,7 +63,15 @@ export const readImportFiles = (
             return "_tag" in prepared ? Effect.fail(prepared) : onEvents(prepared)
           }
         ).pipe(Effect.provideService(FileSystem.FileSystem, fs))
-      const { count, header } = yield* each(() => Effect.void)
+      const size = yield* fs.stat(file).pipe(
+        Effect.map((info): number | undefined => Number(info.size)),
+        Effect.orElseSucceed(() => undefined)
+      )
+      const progress = makeProgress(`import ${file}`, json, size)
+      const { count, header } = yield* Effect.ensuring(
+        each((prepared) => progress.add(prepared.map((p) => p.event))),
+        progress.done
+      )
       return { file, header, events: count, each } satisfies ImportItem
     }).pipe(Effect.tapError(() => onReject(file))))
 

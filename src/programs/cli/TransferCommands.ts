@@ -311,7 +311,8 @@ export const importCommand = Command.make("import", { json, store, files }, (o) 
       // all or nothing: every file is validated before the store is opened (or created)
       const items = yield* readImportFiles(
         o.files,
-        (f) => o.json ? Effect.void : Console.error(`${red("rejected")} ${f}: nothing was imported`)
+        (f) => o.json ? Effect.void : Console.error(`${red("rejected")} ${f}: nothing was imported`),
+        o.json
       )
       const bar = progress("import", items.length)
       const counts = yield* importItems(
