@@ -11,7 +11,7 @@ import type { SessionHeader } from "../../schema/SessionHeader.js"
 import { checkVocabulary, isRecord } from "../../schema/Validation.js"
 import { readPipeline, type SessionStoreShape } from "../../services/SessionStore.js"
 import { json, resolveSpec, runCommand, store } from "./CommandSupport.js"
-import { clip, dim, formatTime, printJson, table } from "./Output.js"
+import { clip, clipId, dim, formatTime, printJson, table } from "./Output.js"
 import { textOf } from "./Render.js"
 import { openExistingStore } from "./Target.js"
 
@@ -95,12 +95,12 @@ export const listCommand = Command.make("list", { json, store }, (o) =>
         rows.length === 0 ? dim("no sessions") : table(
           ["ID", "CREATED", "LAST ACTIVITY", "EVENTS", "MESSAGES", "PARENT", "FIRST MESSAGE"],
           rows.map((r) => [
-            r.id,
+            clipId(r.id),
             formatTime(r.createdAt),
             r.lastActivity === null ? "?" : formatTime(r.lastActivity),
             String(r.events ?? "?"),
             String(r.messages ?? "?"),
-            r.parentSession ?? "",
+            clipId(r.parentSession ?? ""),
             r.preview === null ? "" : clip(r.preview, 40)
           ])
         )

@@ -6,6 +6,7 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import { encodeJson, type Json } from "../../schema/Json.js"
 import { errorReport } from "../Verify.js"
+import { clipTo, displayWidth } from "./DisplayWidth.js"
 
 /** Tags that mean "the data was rejected by a rule" (exit 1); everything else failing is exit 2. */
 const INVALID_DATA: ReadonlySet<string> = new Set([
@@ -94,13 +95,17 @@ export const tableLine = (widths: ReadonlyArray<number>, cells: ReadonlyArray<st
 export const tableHeader = (widths: ReadonlyArray<number>, headers: ReadonlyArray<string>): string =>
   bold(tableLine(widths, headers))
 
-const visibleLength = (s: string): number => stripAnsi(s).length
+/** The terminal columns of a cell (escape sequences take none; wide characters two: DisplayWidth.ts). */
+const visibleLength = (s: string): number => displayWidth(stripAnsi(s))
 
-/** Shorten a text for one table cell. */
-export const clip = (s: string, max = 60): string => {
-  const flat = s.replace(/\s+/g, " ")
-  return flat.length <= max ? flat : flat.slice(0, max - 1) + "…"
-}
+/** Shorten a text for one table cell to `max` terminal columns, never cutting a character. */
+export const clip = (s: string, max = 60): string => clipTo(s, max)
+
+/** The widest an id is shown in a table (the full id is in `--json`). */
+export const ID_COLUMNS = 40
+
+/** An id for a table cell: clipped with "…" past `ID_COLUMNS` columns. */
+export const clipId = (id: string): string => clipTo(id, ID_COLUMNS)
 
 /** A failure for people: rule id, tag and explanation. */
 export const describeError = (error: { readonly _tag: string }): string => {

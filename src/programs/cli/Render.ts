@@ -4,7 +4,7 @@
  */
 import type { Event } from "../../schema/Events.js"
 import type { Message } from "../../schema/Messages.js"
-import { clip, formatTime, table } from "./Output.js"
+import { clip, clipId, formatTime, table } from "./Output.js"
 
 /** The text of a message (or of a tool result's content), tool calls and results marked. */
 export const textOf = (m: { readonly content: ReadonlyArray<unknown> }): string =>
@@ -73,7 +73,7 @@ export const transcriptTable = (events: ReadonlyArray<Event>): string =>
 
 /** Messages as a table: role, id, content. */
 export const messageTable = (messages: ReadonlyArray<Message>): string =>
-  table(["ROLE", "ID", "CONTENT"], messages.map((m) => [m.role, m.id, clip(textOf(m), 80)]))
+  table(["ROLE", "ID", "CONTENT"], messages.map((m) => [m.role, clipId(m.id), clip(textOf(m), 80)]))
 
 /** Surface replacements as a table under `first` (the column naming the replacing seq). */
 export const replacementTable = (
