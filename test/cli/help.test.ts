@@ -168,3 +168,32 @@ describe("internal commands", () => {
     assert.match(help.stdout, /^\$ session-log demo-crash /m)
   })
 })
+
+describe("help that teaches (issue 27)", () => {
+  it("no command's help carries @effect/cli's type boilerplate; each shows one example", SLOW, async () => {
+    const BOILERPLATE = /A user-defined piece of text\.|This setting is optional\.|A true or false value\.|^\s*An integer\.$/m
+    for (const command of COMMANDS) {
+      const help = await piped([command, "--help"])
+      assert.strictEqual(help.code, 0, help.stderr)
+      assert.notMatch(help.stdout, BOILERPLATE, command)
+      const example = help.stdout.split("\n").slice(help.stdout.split("\n").indexOf("EXAMPLE") + 1).join("\n")
+      assert.include(help.stdout, "\nEXAMPLE\n", command)
+      assert.match(example, new RegExp(`^\\s*\\$ session-log ${command}( |$)`, "m"), command)
+    }
+  })
+
+  it("every example runs as printed, in order, after the demo (acp aside: it serves stdio)", SLOW, async () => {
+    const cwd = fs.mkdtempSync(path.join(dir, "examples-"))
+    const seen: Array<string> = []
+    for (const command of COMMANDS) {
+      const help = await piped([command, "--help"])
+      const lines = help.stdout.split("\n")
+      const line = lines.slice(lines.indexOf("EXAMPLE")).find((l) => l.startsWith(`$ session-log ${command}`))!
+      seen.push(command)
+      if (command === "acp") continue
+      const ran = await runCli(bundle, line.slice("$ session-log ".length).split(" "), cwd)
+      assert.strictEqual(ran.code, 0, `${line}\n${ran.stderr}`)
+    }
+    assert.deepStrictEqual(seen, COMMANDS)
+  })
+})
