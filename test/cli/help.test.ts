@@ -127,7 +127,7 @@ describe("help", () => {
     assert.notMatch(help.stdout, ANSI)
     const bad = await piped(["request", "--at", "x", "s.jsonl"])
     assert.strictEqual(bad.code, 2)
-    assert.match(bad.stderr, /is not a integer/)
+    assert.match(bad.stderr, /--at takes a whole number/)
     assert.notMatch(bad.stderr, ANSI)
   })
 

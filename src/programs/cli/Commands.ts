@@ -7,12 +7,13 @@ import * as Command from "@effect/cli/Command"
 import * as HelpDoc from "@effect/cli/HelpDoc"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
+import { explainNumber, optionsIn, unknownOption } from "./ArgumentHints.js"
 import { acpCommand } from "./AcpCommand.js"
 import type { CommandFailed } from "./CommandSupport.js"
 import { demoCommand, demoCrashCommand } from "./DemoCommands.js"
 import { type AnyCommand, commandHelp, helpRequest, PROGRAM, printHelp, rootHelp } from "./Help.js"
 import { listCommand } from "./ListCommand.js"
-import { colourOn, errorDocument, exitCodeFor, printJson, stripAnsi } from "./Output.js"
+import { colourOn, describeError, errorDocument, exitCodeFor, printJson, stripAnsi } from "./Output.js"
 import { messagesCommand, requestCommand, surfaceCommand, transcriptCommand } from "./ReadCommands.js"
 import { showCommand } from "./ShowCommand.js"
 import { UsageError } from "./Target.js"
@@ -88,6 +89,17 @@ export const main = (argv: ReadonlyArray<string>) => {
     return Effect.as(command === undefined ? printRootHelp : printHelp(commandHelp(VERSION, command)), 0)
   }
   const jsonOut = wantsJson(args)
+  // an option the command does not have: named, with the closest one it has (ArgumentHints.ts)
+  const named = commands.find((c) => nameOf(c) === args[0])
+  const unknown = named === undefined ? undefined : unknownOption(args.slice(1), optionsIn(commandHelp(VERSION, named)))
+  if (unknown !== undefined) {
+    return Effect.as(
+      jsonOut
+        ? printJson(errorDocument(new UsageError({ detail: unknown })))
+        : Console.error(describeError(new UsageError({ detail: unknown }))),
+      2
+    )
+  }
   const app = internalCommands.some((c) => nameOf(c) === args[0]) ? internalCli : cli
   // with --json only the commands' own output remains: @effect/cli prints its argument errors with
   // Console.error, which the commands never use in --json mode (logs go to the logger)
@@ -95,7 +107,9 @@ export const main = (argv: ReadonlyArray<string>) => {
     Console.withConsole(app(argv), {
       ...c,
       error: (...xs) =>
-        jsonOut ? Effect.void : c.error(...xs.map((x) => (typeof x === "string" && !colourOn(process.stderr) ? stripAnsi(x) : x)))
+        jsonOut ? Effect.void : c.error(...xs.map((x) =>
+          typeof x === "string" ? explainNumber(colourOn(process.stderr) ? x : stripAnsi(x), args) : x
+        ))
     })
   )
   return run.pipe(
@@ -103,7 +117,7 @@ export const main = (argv: ReadonlyArray<string>) => {
     Effect.catchTag("CommandFailed", (failed) => Effect.succeed(exitCodeOf(failed))),
     Effect.catchAll((e) =>
       Effect.as(
-        jsonOut ? printJson(errorDocument(new UsageError({ detail: plain(HelpDoc.toAnsiText(e.error)) }))) : Effect.void,
+        jsonOut ? printJson(errorDocument(new UsageError({ detail: explainNumber(plain(HelpDoc.toAnsiText(e.error)), args) }))) : Effect.void,
         2
       )
     )

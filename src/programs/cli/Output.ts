@@ -112,7 +112,9 @@ export const describeError = (error: { readonly _tag: string }): string => {
   const r = errorReport(error as Parameters<typeof errorReport>[0])
   const where = r.seq === null ? "" : ` at seq ${r.seq}`
   const rule = r.rule === null ? "" : ` ${r.rule}`
-  return `${red("error")}${rule} ${r._tag}${where}: ${r.message}`
+  // the rule id once per line: the error's own message may start with it too ("[L11] …")
+  const message = r.rule === null ? r.message : r.message.replace(`[${r.rule}] `, "")
+  return `${red("error")}${rule} ${r._tag}${where}: ${message}`
 }
 
 /** The `--json` failure document. */
