@@ -1,6 +1,7 @@
 /**
  * Errors that help (issue 27): a mistyped option is named with the closest option the command
- * has, a value that is not a whole number names its option, and a rule id appears once per line —
+ * has, a value that is not a whole number names its option, an unknown session id lists the near
+ * ids of the store, and a rule id appears once per line —
  * for people on stderr and in the `--json` UsageError document alike (exit 2).
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -63,6 +64,23 @@ describe("argument hints", () => {
     const numberJson = await runCli(bundle, ["request", "--json", "--store", "x.db", "--session", "s", "--at", "abc"], dir)
     assert.include(json(numberJson).error.message, "--at takes a whole number")
 
+    const store = path.join(dir, "store")
+    fs.mkdirSync(store)
+    for (const id of ["demo-session", "demo-session-2", "other"]) {
+      fs.writeFileSync(path.join(store, `${id}.jsonl`), [
+        { type: "session", version: 1, id, createdAt: 0 },
+        { type: "turn/start", seq: 0, time: 0, data: { turn: 1 } },
+        { type: "turn/end", seq: 1, time: 0, data: { turn: 1, reason: { kind: "completed" } } }
+      ].map((l) => JSON.stringify(l) + "\n").join(""))
+    }
+    const near = await runCli(bundle, ["show", "--store", "jsonl:" + store, "--session", "demo-sesion"], dir)
+    assert.strictEqual(near.code, 2)
+    assert.include(near.stderr, 'did you mean "demo-session" or "demo-session-2"?')
+    const nearJson = await runCli(bundle, ["verify", "--json", "--store", "jsonl:" + store, "--session", "demo-sesion"], dir)
+    assert.strictEqual(nearJson.code, 2)
+    assert.include(json(nearJson).error.message, 'did you mean "demo-session"')
+    const far = await runCli(bundle, ["show", "--store", "jsonl:" + store, "--session", "zzzzzz"], dir)
+    assert.notInclude(far.stderr, "did you mean")
     const missing = await runCli(bundle, ["show", "--store", "jsonl:" + dir, "--session", "nope"], dir)
     assert.strictEqual(missing.code, 2)
     const line = missing.stderr.split("\n").find((l) => l.includes("SessionNotFound"))!

@@ -2,7 +2,7 @@
  * Argument errors that help (issue 27): an option a command does not have is named, with the
  * closest option it does have (`--sesion` → `--session`), before @effect/cli would report only the
  * value that follows it as an unknown argument; a value that is not a whole number names its
- * option. Pure functions over the arguments and the command's option names.
+ * option; an id that names no session lists the near ones. Pure functions.
  */
 
 /** The edit distance of two short strings (insertions, deletions, substitutions, transpositions). */
@@ -33,6 +33,18 @@ export const closest = (word: string, candidates: ReadonlyArray<string>): string
   }
   return best !== undefined && bestDistance <= Math.max(1, Math.floor(word.length / 3)) ? best : undefined
 }
+
+/**
+ * Up to `limit` of `candidates` near `word` (within a third of its length in edits, at least 2, or
+ * starting with it), nearest first: the ids to suggest for an id that names no session.
+ */
+export const nearest = (word: string, candidates: ReadonlyArray<string>, limit = 3): ReadonlyArray<string> =>
+  candidates
+    .map((c) => ({ c, d: c.startsWith(word) ? 0 : distance(word, c) }))
+    .filter(({ c, d }) => c !== word && d <= Math.max(2, Math.floor(word.length / 3)))
+    .sort((a, b) => a.d - b.d || a.c.localeCompare(b.c))
+    .slice(0, limit)
+    .map(({ c }) => c)
 
 /** The options `--name` of a help or usage text. */
 export const optionsIn = (text: string): ReadonlyArray<string> => [...new Set(text.match(/--[a-z][a-z0-9-]*/g) ?? [])]

@@ -19,6 +19,7 @@ import { makeJsonlStore, readJsonlFile } from "../../layers/JsonlStore.js"
 import { displayLocation, hasSchema, makePostgresStore } from "../../layers/PostgresStore.js"
 import { makeSqliteStore } from "../../layers/SqliteStore.js"
 import type { EventSink, LoadError, LoadResult, LoadSummary, SessionStoreShape } from "../../services/SessionStore.js"
+import { nearest } from "./ArgumentHints.js"
 
 /**
  * A usage problem: bad arguments (also those @effect/cli rejects), an unknown store scheme, a
@@ -167,8 +168,25 @@ export const loadSource = (
     if (store === undefined) {
       return yield* new SessionNotFound({ rule: "L11", sessionId: source.id, detail: "the store does not exist" })
     }
-    return yield* store.load(source.id)
+    return yield* withNearIds(store, store.load(source.id))
   })
+
+/**
+ * `effect`, whose SessionNotFound for an id the store does not hold names the store's ids near it
+ * (`did you mean "s1"?`), listed only on that failure.
+ */
+const withNearIds = <A, E, R>(store: SessionStoreShape, effect: Effect.Effect<A, E | SessionNotFound, R>) =>
+  Effect.catchIf(effect, (e): e is SessionNotFound => e instanceof SessionNotFound && e.detail === undefined, (e) =>
+    Effect.flatMap(Effect.orElseSucceed(store.list(), () => []), (headers) => {
+      const near = nearest(e.sessionId, headers.map((h) => h.id))
+      return Effect.fail(
+        near.length === 0 ? e : new SessionNotFound({
+          rule: e.rule,
+          sessionId: e.sessionId,
+          detail: `did you mean ${near.map((id) => JSON.stringify(id)).join(" or ")}?`
+        })
+      )
+    }))
 
 /**
  * A streamed read of a session source (never writes): `read` hands the events to a sink chunk by
@@ -199,7 +217,7 @@ export const sourceReader = (
       return yield* new SessionNotFound({ rule: "L11", sessionId: source.id, detail: "the store does not exist" })
     }
     const id = source.id
-    return { read: (sink) => store.loadEach(id, sink), reload: store.load(id) }
+    return { read: (sink) => withNearIds(store, store.loadEach(id, sink)), reload: withNearIds(store, store.load(id)) }
   })
 
 // --- a `.jsonl` path ------------------------------------------------------------------------
