@@ -34,6 +34,34 @@ module.exports = {
       to: { path: "^src/layers/" }
     },
     {
+      name: "a-backend-is-reached-through-its-store-module",
+      comment: "outside its folder, the JSONL store is reached only through jsonl/JsonlStore.ts, the memory store through memory/MemoryStore.ts",
+      severity: "error",
+      from: { pathNot: "^src/layers/(jsonl|memory)/" },
+      to: { path: "^src/layers/(jsonl|memory)/", pathNot: "^src/layers/(jsonl/JsonlStore|memory/MemoryStore)\\.ts$" }
+    },
+    {
+      name: "the-sql-store-is-reached-through-its-store-modules",
+      comment: "outside src/layers/sql/, the SQL stores are reached only through SqlStore.ts, sqlite/SqliteStore.ts and postgres/PostgresStore.ts",
+      severity: "error",
+      from: { pathNot: "^src/layers/sql/" },
+      to: { path: "^src/layers/sql/", pathNot: "^src/layers/sql/(SqlStore|sqlite/SqliteStore|postgres/PostgresStore)\\.ts$" }
+    },
+    {
+      name: "no-arrow-between-backends",
+      comment: "each backend stands alone: JSONL, memory and SQL import none of each other; SQLite and PostgreSQL are dialects of the shared SQL store and import none of each other",
+      severity: "error",
+      from: { path: "^src/layers/(jsonl|memory|sql)/" },
+      to: { path: "^src/layers/(jsonl|memory|sql)/", pathNot: "^src/layers/$1/" }
+    },
+    {
+      name: "no-arrow-between-dialects",
+      comment: "the SQLite and PostgreSQL dialects share the SQL store, not each other",
+      severity: "error",
+      from: { path: "^src/layers/sql/(sqlite|postgres)/" },
+      to: { path: "^src/layers/sql/(sqlite|postgres)/", pathNot: "^src/layers/sql/$1/" }
+    },
+    {
       name: "no-cycles",
       comment: "no module of src reaches itself through its imports",
       severity: "error",

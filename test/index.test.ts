@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Api from "../src/index.js"
-import * as SessionLive from "../src/layers/SessionLive.js"
+import * as SessionLive from "../src/layers/session/SessionLive.js"
 
 describe("public API", () => {
   it("re-exports the services, layers and programs as namespaces", () => {

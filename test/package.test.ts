@@ -90,7 +90,7 @@ describe("package.json metadata (issue 26)", () => {
   })
 
   it("declares the Node floor the code needs: zlib.crc32 (compressed JSONL) is in Node 20.15", () => {
-    assert.isTrue(read("src/layers/JsonlCompression.ts").includes("Zlib.crc32"))
+    assert.isTrue(read("src/layers/jsonl/Compression.ts").includes("Zlib.crc32"))
     assert.strictEqual(pkg.engines.node, ">=20.15.0")
   })
 

@@ -1,8 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import { layerMemoryStore } from "../src/layers/MemoryStore.js"
+import { layerMemoryStore } from "../src/layers/memory/MemoryStore.js"
 import * as Session from "../src/services/Session.js"
-import * as SessionLive from "../src/layers/SessionLive.js"
+import * as SessionLive from "../src/layers/session/SessionLive.js"
 
 describe("smoke", () => {
   it.scoped("append, surface, messages", () =>

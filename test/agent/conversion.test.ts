@@ -13,7 +13,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
-import { layerScriptedLanguageModel, ScriptedModel } from "../../src/layers/ScriptedLanguageModel.js"
+import { layerScriptedLanguageModel, ScriptedModel } from "../../src/layers/model/ScriptedLanguageModel.js"
 import {
   aiErrorFailure,
   assembleChunks,
@@ -25,8 +25,8 @@ import {
   requestToPrompt,
   usageOf
 } from "../../src/services/PromptConversion.js"
-import { layerMemoryStore } from "../../src/layers/MemoryStore.js"
-import * as SessionLive from "../../src/layers/SessionLive.js"
+import { layerMemoryStore } from "../../src/layers/memory/MemoryStore.js"
+import * as SessionLive from "../../src/layers/session/SessionLive.js"
 import type { Message } from "../../src/schema/Messages.js"
 import { requestMessages } from "../../src/schema/RequestHeader.js"
 import { toolkit } from "./helpers.js"

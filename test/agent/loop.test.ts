@@ -8,12 +8,12 @@ import * as AiError from "@effect/ai/AiError"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import { ScriptedModel } from "../../src/layers/ScriptedLanguageModel.js"
-import * as AgentLoop from "../../src/programs/AgentLoop.js"
+import { ScriptedModel } from "../../src/layers/model/ScriptedLanguageModel.js"
+import * as AgentLoop from "../../src/programs/agent/AgentLoop.js"
 import { Session } from "../../src/services/Session.js"
 import { StoreFailure } from "../../src/schema/Errors.js"
 import * as SessionApi from "../../src/services/Session.js"
-import * as SessionLive from "../../src/layers/SessionLive.js"
+import * as SessionLive from "../../src/layers/session/SessionLive.js"
 import {
   assertChunkCitations,
   assertPaired,

@@ -9,12 +9,12 @@ import {
   selectExplicitRegion,
   sessionBalance,
   toolPairingBalance
-} from "../../src/programs/Compact.js"
-import { measureSurface } from "../../src/programs/Tokens.js"
+} from "../../src/programs/compaction/Compact.js"
+import { measureSurface } from "../../src/programs/compaction/Tokens.js"
 import { CompactionRejected } from "../../src/schema/Errors.js"
 import type { Event } from "../../src/schema/Events.js"
 import * as Session from "../../src/services/Session.js"
-import * as SessionLive from "../../src/layers/SessionLive.js"
+import * as SessionLive from "../../src/layers/session/SessionLive.js"
 import { assistantData, baseLayer, step, toolResultData, userData } from "./helpers.js"
 
 const ev = (seq: number, type: string, data: unknown, surfaceOp?: unknown): Event =>

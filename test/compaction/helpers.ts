@@ -4,13 +4,13 @@
  */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as InvariantsLive from "../../src/layers/InvariantsLive.js"
-import { layerMemoryStore } from "../../src/layers/MemoryStore.js"
+import * as InvariantsLive from "../../src/layers/session/InvariantsLive.js"
+import { layerMemoryStore } from "../../src/layers/memory/MemoryStore.js"
 import type { Event } from "../../src/schema/Events.js"
 import type { SessionShape } from "../../src/services/Session.js"
 import { Summarizer, type SummaryInput, type SummaryOutput } from "../../src/services/Summarizer.js"
 import * as IdGenerator from "../../src/services/IdGenerator.js"
-import { layerSummarizerDeterministic } from "../../src/layers/SummarizerLive.js"
+import { layerSummarizerDeterministic } from "../../src/layers/model/SummarizerLive.js"
 
 export const userData = (id: string, text: string) => ({
   id,

@@ -7,11 +7,11 @@ import {
   preStepHook,
   resolveLimits,
   validatePolicy
-} from "../../src/programs/Compact.js"
-import { measureRequest } from "../../src/programs/Tokens.js"
+} from "../../src/programs/compaction/Compact.js"
+import { measureRequest } from "../../src/programs/compaction/Tokens.js"
 import { CompactionRejected } from "../../src/schema/Errors.js"
 import * as Session from "../../src/services/Session.js"
-import * as SessionLive from "../../src/layers/SessionLive.js"
+import * as SessionLive from "../../src/layers/session/SessionLive.js"
 import { baseLayer, invariantLayer, ofType, step, typesFrom, userData, words } from "./helpers.js"
 
 const header = { config: { provider: "p", model: "m" } }

@@ -1,13 +1,13 @@
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as fc from "effect/FastCheck"
-import { compact, toolPairingBalance } from "../../src/programs/Compact.js"
-import { PRUNE_MARKER, pruneContent, pruneToolResults } from "../../src/programs/PruneToolResults.js"
+import { compact, toolPairingBalance } from "../../src/programs/compaction/Compact.js"
+import { PRUNE_MARKER, pruneContent, pruneToolResults } from "../../src/programs/compaction/PruneToolResults.js"
 import { CompactionRejected } from "../../src/schema/Errors.js"
 import type { Event } from "../../src/schema/Events.js"
 import type { ContentBlock } from "../../src/schema/Messages.js"
 import * as Session from "../../src/services/Session.js"
-import * as SessionLive from "../../src/layers/SessionLive.js"
+import * as SessionLive from "../../src/layers/session/SessionLive.js"
 import { invariantLayer, step } from "./helpers.js"
 
 // ---------------------------------------------------------------------------------------------

@@ -7,12 +7,12 @@ import {
   pruneToolResult,
   pruneToolResults,
   validatePruneConfig
-} from "../../src/programs/PruneToolResults.js"
-import { estimateTokens } from "../../src/programs/Tokens.js"
+} from "../../src/programs/compaction/PruneToolResults.js"
+import { estimateTokens } from "../../src/programs/compaction/Tokens.js"
 import { CompactionRejected } from "../../src/schema/Errors.js"
 import type { ContentBlock } from "../../src/schema/Messages.js"
 import * as Session from "../../src/services/Session.js"
-import * as SessionLive from "../../src/layers/SessionLive.js"
+import * as SessionLive from "../../src/layers/session/SessionLive.js"
 import { baseLayer, invariantLayer, toolResultData, typesFrom, userData } from "./helpers.js"
 
 const cfg = { thresholdChars: 100, headChars: 20, tailChars: 10 }

@@ -10,13 +10,13 @@ import {
   layerSummarizerDeterministic,
   layerSummarizerModel,
   type SummarizerLiveOptions
-} from "../../src/layers/SummarizerLive.js"
-import { compact } from "../../src/programs/Compact.js"
+} from "../../src/layers/model/SummarizerLive.js"
+import { compact } from "../../src/programs/compaction/Compact.js"
 import { CompactionRejected } from "../../src/schema/Errors.js"
 import type { Message } from "../../src/schema/Messages.js"
 import * as IdGenerator from "../../src/services/IdGenerator.js"
 import * as Session from "../../src/services/Session.js"
-import * as SessionLive from "../../src/layers/SessionLive.js"
+import * as SessionLive from "../../src/layers/session/SessionLive.js"
 import {
   CHECKPOINT_PREAMBLE,
   frameCheckpoint,
@@ -24,7 +24,7 @@ import {
   Summarizer,
   type SummaryInput
 } from "../../src/services/Summarizer.js"
-import { layerMemoryStore } from "../../src/layers/MemoryStore.js"
+import { layerMemoryStore } from "../../src/layers/memory/MemoryStore.js"
 import { step, typesFrom, words } from "./helpers.js"
 
 const msg = (role: "user" | "assistant", content: ReadonlyArray<Record<string, unknown>>): Message => ({

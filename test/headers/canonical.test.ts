@@ -6,12 +6,12 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import { layer as snapshotterLayer } from "../../src/layers/HeaderSnapshotterLive.js"
-import { layerMemoryStore } from "../../src/layers/MemoryStore.js"
+import { layer as snapshotterLayer } from "../../src/layers/session/HeaderSnapshotterLive.js"
+import { layerMemoryStore } from "../../src/layers/memory/MemoryStore.js"
 import { canonicalHeader, headerEquals, type RequestHeader } from "../../src/schema/RequestHeader.js"
 import { HeaderSnapshotter } from "../../src/services/HeaderSnapshotter.js"
 import * as Session from "../../src/services/Session.js"
-import * as SessionLive from "../../src/layers/SessionLive.js"
+import * as SessionLive from "../../src/layers/session/SessionLive.js"
 import { uid } from "../helpers/state.js"
 
 const cfg = { provider: "p", model: "m" }

@@ -5,14 +5,14 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import { layer as snapshotterLayer } from "../../src/layers/HeaderSnapshotterLive.js"
-import { layerMemoryStore } from "../../src/layers/MemoryStore.js"
+import { layer as snapshotterLayer } from "../../src/layers/session/HeaderSnapshotterLive.js"
+import { layerMemoryStore } from "../../src/layers/memory/MemoryStore.js"
 import { encodeEvent } from "../../src/schema/EventCodec.js"
 import type { Event } from "../../src/schema/Events.js"
 import type { RequestContext, RequestHeader } from "../../src/schema/RequestHeader.js"
 import { HeaderSnapshotter, type ModelRequestPlan } from "../../src/services/HeaderSnapshotter.js"
 import * as Session from "../../src/services/Session.js"
-import * as SessionLive from "../../src/layers/SessionLive.js"
+import * as SessionLive from "../../src/layers/session/SessionLive.js"
 import { assertError, records, replace, snapshot, uid, user, userMsg } from "../helpers/state.js"
 
 const provide = <A, E, R>(effect: Effect.Effect<A, E, R>) =>

@@ -12,10 +12,10 @@ import { encodeEvent } from "../../src/schema/EventCodec.js"
 import type { AppendOptions, Event } from "../../src/schema/Events.js"
 import { encodeJson, type Json } from "../../src/schema/Json.js"
 import * as Session from "../../src/services/Session.js"
-import * as SessionLive from "../../src/layers/SessionLive.js"
+import * as SessionLive from "../../src/layers/session/SessionLive.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
 import { foldSurface } from "../../src/services/SurfaceManager.js"
-import { layerMemoryStore } from "../../src/layers/MemoryStore.js"
+import { layerMemoryStore } from "../../src/layers/memory/MemoryStore.js"
 
 type Rec = Record<string, unknown>
 

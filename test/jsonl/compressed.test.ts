@@ -13,8 +13,8 @@ import * as Logger from "effect/Logger"
 import { execFile } from "node:child_process"
 import * as nodePath from "node:path"
 import * as Zlib from "node:zlib"
-import { layerTest, nodeSyncFileSystem } from "../../src/layers/JsonlAppender.js"
-import { makeJsonlStore, toJsonlText } from "../../src/layers/JsonlStore.js"
+import { layerTest, nodeSyncFileSystem } from "../../src/layers/jsonl/SyncFileSystem.js"
+import { makeJsonlStore, toJsonlText } from "../../src/layers/jsonl/JsonlStore.js"
 import {
   FRAME_HEADER_BYTES,
   FRAME_TEXT_TARGET,
@@ -24,7 +24,7 @@ import {
   SEGMENT_START,
   SEGMENT_TEXT_CAP,
   TURN_END
-} from "../../src/layers/JsonlFrames.js"
+} from "../../src/layers/jsonl/FrameEncoding.js"
 import { migrateSession } from "../../src/programs/Migrate.js"
 import { encodeEvent } from "../../src/schema/EventCodec.js"
 import type { Event } from "../../src/schema/Events.js"

@@ -13,8 +13,8 @@ import * as fc from "effect/FastCheck"
 import { closeSync, mkdtempSync, openSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { nodeSyncFileSystem, type SyncFileSystem } from "../../src/layers/JsonlAppender.js"
-import { type HeldLock, releaseLock, tryLockFile } from "../../src/layers/JsonlLock.js"
+import { nodeSyncFileSystem, type SyncFileSystem } from "../../src/layers/jsonl/SyncFileSystem.js"
+import { type HeldLock, releaseLock, tryLockFile } from "../../src/layers/jsonl/SessionLock.js"
 import { isLocked } from "./holder.js"
 
 const ACTORS = 4

@@ -7,7 +7,7 @@
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Effect from "effect/Effect"
-import { makeJsonlStore } from "../../src/layers/JsonlStore.js"
+import { makeJsonlStore } from "../../src/layers/jsonl/JsonlStore.js"
 import { header, turn } from "./helpers.js"
 
 const [root, sessionId, layout] = process.argv.slice(2)

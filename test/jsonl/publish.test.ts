@@ -14,7 +14,7 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
-import { makeJsonlStore } from "../../src/layers/JsonlStore.js"
+import { makeJsonlStore } from "../../src/layers/jsonl/JsonlStore.js"
 import { bundleScript, childEnv } from "../helpers/processes.js"
 
 /** 6 rounds in `npm test`, 50 in `npm run test:slow` (TEST_SUITE=slow). */

@@ -8,7 +8,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
-import { CACHED_SESSIONS, make } from "../../src/layers/JsonlSessions.js"
+import { CACHED_SESSIONS, make } from "../../src/layers/jsonl/SessionCache.js"
 
 const state = (n: number) => ({ file: `/root/s${n}.jsonl`, ino: "7", size: 100 + n, nextSeq: n })
 

@@ -11,10 +11,10 @@
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Effect from "effect/Effect"
-import { layerTest, nodeSyncFileSystem } from "../../src/layers/JsonlAppender.js"
-import { makeJsonlStore } from "../../src/layers/JsonlStore.js"
+import { layerTest, nodeSyncFileSystem } from "../../src/layers/jsonl/SyncFileSystem.js"
+import { makeJsonlStore } from "../../src/layers/jsonl/JsonlStore.js"
 import type { Event } from "../../src/schema/Events.js"
-import * as SessionLive from "../../src/layers/SessionLive.js"
+import * as SessionLive from "../../src/layers/session/SessionLive.js"
 
 const [root, sessionId, countArg] = process.argv.slice(2)
 const count = Number(countArg)

@@ -23,7 +23,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { hostname, tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
-import { makeJsonlStore } from "../../src/layers/JsonlStore.js"
+import { makeJsonlStore } from "../../src/layers/jsonl/JsonlStore.js"
 import { header, turnStart } from "./helpers.js"
 import { bundleScript, childEnv, prng } from "../helpers/processes.js"
 import { spawnHolder } from "./holder.js"

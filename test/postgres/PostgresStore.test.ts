@@ -21,8 +21,8 @@ import {
   makePostgresStore,
   postgresDialect,
   SCHEMA_VERSION
-} from "../../src/layers/PostgresStore.js"
-import { makeSqlStore } from "../../src/layers/SqlStore.js"
+} from "../../src/layers/sql/postgres/PostgresStore.js"
+import { makeSqlStore } from "../../src/layers/sql/SqlStore.js"
 import { encodeEvent } from "../../src/schema/EventCodec.js"
 import type { Event } from "../../src/schema/Events.js"
 import { snapshot } from "../helpers/postgres.js"

@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL store keeps the connections of its own pool between operations (SqlTransaction
+ * The PostgreSQL store keeps the connections of its own pool between operations (Transaction.ts
  * `reserveReusing`): what a user can see of that is that nothing changes — a connection the
  * server dropped while the store kept it is replaced by the next operation, concurrent operations
  * still run at once, and closing the store leaves no connection behind on the server.
@@ -7,7 +7,7 @@
 import { assert, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import type pg from "pg"
-import { makePostgresStore } from "../../src/layers/PostgresStore.js"
+import { makePostgresStore } from "../../src/layers/sql/postgres/PostgresStore.js"
 import type { Event } from "../../src/schema/Events.js"
 import { describePg, freshUrl, query, rawClient } from "./helpers.js"
 

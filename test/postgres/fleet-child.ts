@@ -10,7 +10,7 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import { existsSync } from "node:fs"
-import { makePostgresStore } from "../../src/layers/PostgresStore.js"
+import { makePostgresStore } from "../../src/layers/sql/postgres/PostgresStore.js"
 import type { Event } from "../../src/schema/Events.js"
 
 /** mulberry32 (as test/helpers/processes.ts, whose import.meta does not survive the CJS bundle). */

@@ -9,9 +9,9 @@ import * as fc from "effect/FastCheck"
 import { encodeEvent } from "../../src/schema/EventCodec.js"
 import type { Event } from "../../src/schema/Events.js"
 import { encodeJson, type Json } from "../../src/schema/Json.js"
-import { layerMemoryStore } from "../../src/layers/MemoryStore.js"
+import { layerMemoryStore } from "../../src/layers/memory/MemoryStore.js"
 import * as Session from "../../src/services/Session.js"
-import * as SessionLive from "../../src/layers/SessionLive.js"
+import * as SessionLive from "../../src/layers/session/SessionLive.js"
 import { deriveEventMessage, foldSurface, type SurfaceFold } from "../../src/services/SurfaceManager.js"
 import {
   anyValidLog,

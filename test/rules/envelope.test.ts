@@ -5,11 +5,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import { layerMemoryStore } from "../../src/layers/MemoryStore.js"
+import { layerMemoryStore } from "../../src/layers/memory/MemoryStore.js"
 import { encodeEvent } from "../../src/schema/EventCodec.js"
 import type { Event } from "../../src/schema/Events.js"
 import * as Session from "../../src/services/Session.js"
-import * as SessionLive from "../../src/layers/SessionLive.js"
+import * as SessionLive from "../../src/layers/session/SessionLive.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
 import { foldSurface } from "../../src/services/SurfaceManager.js"
 import {

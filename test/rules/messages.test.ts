@@ -13,7 +13,7 @@ import {
   isSurfaceEvent
 } from "../../src/schema/Events.js"
 import * as Session from "../../src/services/Session.js"
-import * as SessionLive from "../../src/layers/SessionLive.js"
+import * as SessionLive from "../../src/layers/session/SessionLive.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
 import { deriveEventMessage } from "../../src/services/SurfaceManager.js"
 import {

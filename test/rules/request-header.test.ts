@@ -8,7 +8,7 @@ import * as Effect from "effect/Effect"
 import { encodeEvent } from "../../src/schema/EventCodec.js"
 import type { Event } from "../../src/schema/Events.js"
 import * as Session from "../../src/services/Session.js"
-import * as SessionLive from "../../src/layers/SessionLive.js"
+import * as SessionLive from "../../src/layers/session/SessionLive.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
 import {
   acceptsEverywhere,

@@ -6,7 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Session from "../../src/services/Session.js"
-import * as SessionLive from "../../src/layers/SessionLive.js"
+import * as SessionLive from "../../src/layers/session/SessionLive.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
 import { assertError, listedIds, storedText, todo, uid, withStore } from "../helpers/state.js"
 

@@ -1,10 +1,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as InvariantsLive from "../../src/layers/InvariantsLive.js"
-import { layerMemoryStore } from "../../src/layers/MemoryStore.js"
+import * as InvariantsLive from "../../src/layers/session/InvariantsLive.js"
+import { layerMemoryStore } from "../../src/layers/memory/MemoryStore.js"
 import * as Session from "../../src/services/Session.js"
-import * as SessionLive from "../../src/layers/SessionLive.js"
+import * as SessionLive from "../../src/layers/session/SessionLive.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
 
 type Spec = readonly [type: string, data: unknown, options?: Record<string, unknown>]

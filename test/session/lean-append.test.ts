@@ -4,8 +4,8 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import { StoreFailure } from "../../src/schema/Errors.js"
-import { layerMemoryStore, makeMemoryStore } from "../../src/layers/MemoryStore.js"
-import * as SessionLive from "../../src/layers/SessionLive.js"
+import { layerMemoryStore, makeMemoryStore } from "../../src/layers/memory/MemoryStore.js"
+import * as SessionLive from "../../src/layers/session/SessionLive.js"
 import { SessionStore, type SessionStoreShape } from "../../src/services/SessionStore.js"
 
 const todo = (n: number) => ({ todos: [{ content: `t${n}`, status: "pending" as const }] })

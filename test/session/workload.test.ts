@@ -2,9 +2,9 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { buildWorkload, describeWorkload, workload } from "../../bench/workload.js"
-import * as InvariantsLive from "../../src/layers/InvariantsLive.js"
-import { layerMemoryStore } from "../../src/layers/MemoryStore.js"
-import * as SessionLive from "../../src/layers/SessionLive.js"
+import * as InvariantsLive from "../../src/layers/session/InvariantsLive.js"
+import { layerMemoryStore } from "../../src/layers/memory/MemoryStore.js"
+import * as SessionLive from "../../src/layers/session/SessionLive.js"
 import { foldSurface } from "../../src/services/SurfaceManager.js"
 
 describe("the bench workload generator (issue 16)", () => {

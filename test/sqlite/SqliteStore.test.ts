@@ -17,12 +17,12 @@ import {
   openDatabase,
   SCHEMA_VERSION,
   sqliteDialect
-} from "../../src/layers/SqliteStore.js"
-import { makeSqlStore } from "../../src/layers/SqlStore.js"
+} from "../../src/layers/sql/sqlite/SqliteStore.js"
+import { makeSqlStore } from "../../src/layers/sql/SqlStore.js"
 import { encodeEvent } from "../../src/schema/EventCodec.js"
 import type { Event } from "../../src/schema/Events.js"
 import * as Session from "../../src/services/Session.js"
-import * as SessionLive from "../../src/layers/SessionLive.js"
+import * as SessionLive from "../../src/layers/session/SessionLive.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
 import { anyValidLog, asEvents } from "../arbitraries.js"
 import { partition } from "../store-contract/contract.js"

@@ -5,7 +5,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { createRequire } from "node:module"
-import { makeSqliteStore } from "../../src/layers/SqliteStore.js"
+import { makeSqliteStore } from "../../src/layers/sql/sqlite/SqliteStore.js"
 import type { Event } from "../../src/schema/Events.js"
 
 const betterSqlite3 = createRequire(import.meta.url).resolve("better-sqlite3")

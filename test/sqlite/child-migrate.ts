@@ -7,7 +7,7 @@
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
-import { makeSqliteStore } from "../../src/layers/SqliteStore.js"
+import { makeSqliteStore } from "../../src/layers/sql/sqlite/SqliteStore.js"
 
 const [filename] = process.argv.slice(2)
 

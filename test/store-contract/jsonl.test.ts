@@ -8,7 +8,7 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { layerJsonlStore } from "../../src/layers/JsonlStore.js"
+import { layerJsonlStore } from "../../src/layers/jsonl/JsonlStore.js"
 import { type DurableBackend, storeContract } from "./contract.js"
 
 const backend: DurableBackend = {

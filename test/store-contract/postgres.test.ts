@@ -5,7 +5,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { layerPostgresStore } from "../../src/layers/PostgresStore.js"
+import { layerPostgresStore } from "../../src/layers/sql/postgres/PostgresStore.js"
 import { describePg, freshUrl } from "../postgres/helpers.js"
 import { type DurableBackend, storeContract } from "./contract.js"
 

@@ -6,7 +6,7 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { layerSqliteStore } from "../../src/layers/SqliteStore.js"
+import { layerSqliteStore } from "../../src/layers/sql/sqlite/SqliteStore.js"
 import { type DurableBackend, storeContract } from "./contract.js"
 
 const backend: DurableBackend = {

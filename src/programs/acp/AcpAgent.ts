@@ -25,8 +25,8 @@ import type { HeaderSnapshotter } from "../../services/HeaderSnapshotter.js"
 import { nextId } from "../../services/IdGenerator.js"
 import { Session, type SessionShape } from "../../services/Session.js"
 import { SessionStore } from "../../services/SessionStore.js"
-import * as AgentLoop from "../AgentLoop.js"
-import type { Route } from "../AgentLoopModels.js"
+import * as AgentLoop from "../agent/AgentLoop.js"
+import type { Route } from "../agent/TurnTypes.js"
 import { AcpRejected, invalidParams, sessionNotFound, toRequestError } from "./AcpErrors.js"
 import {
   type AcpMode,

@@ -6,7 +6,7 @@
  */
 import type * as acp from "@agentclientprotocol/sdk"
 import type { Event } from "../../schema/Events.js"
-import type { Composition } from "../AgentLoopModels.js"
+import type { Composition } from "../agent/TurnTypes.js"
 
 /** One mode of the catalog. */
 export interface AcpMode {

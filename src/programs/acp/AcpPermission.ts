@@ -6,7 +6,7 @@
  */
 import * as acp from "@agentclientprotocol/sdk"
 import * as Effect from "effect/Effect"
-import type { ToolCallDecision, ToolCallRequest } from "../AgentLoopModels.js"
+import type { ToolCallDecision, ToolCallRequest } from "../agent/TurnTypes.js"
 import { parseArgs, type ToolPresenter } from "./AcpProjection.js"
 import type { AcpSession } from "./AcpSessions.js"
 

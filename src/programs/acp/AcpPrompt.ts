@@ -6,7 +6,7 @@
  */
 import type * as acp from "@agentclientprotocol/sdk"
 import type { Event } from "../../schema/Events.js"
-import type { TurnEndReason } from "../AgentLoopModels.js"
+import type { TurnEndReason } from "../agent/TurnTypes.js"
 import { AcpRejected, invalidParams } from "./AcpErrors.js"
 
 /** What `initialize` advertises: the baseline only. */

@@ -17,7 +17,7 @@ import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import type { AppendError, SessionShape } from "../../services/Session.js"
 import { type CreateError, type ReadError, SessionStore } from "../../services/SessionStore.js"
-import type { AgentError, AgentLoop, TurnResult } from "../AgentLoopModels.js"
+import type { AgentError, AgentLoop, TurnResult } from "../agent/TurnTypes.js"
 import { makeProjector, type ProjectionOptions } from "./AcpProjection.js"
 
 /** How a session's appends reach its store (`SessionLive`'s `persistence` option). */

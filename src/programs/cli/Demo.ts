@@ -9,12 +9,12 @@ import * as Toolkit from "@effect/ai/Toolkit"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
-import * as HeaderSnapshotterLive from "../../layers/HeaderSnapshotterLive.js"
-import { type CallScript, layerScriptedLanguageModel } from "../../layers/ScriptedLanguageModel.js"
-import { layerSummarizerDeterministic } from "../../layers/SummarizerLive.js"
-import * as AgentLoop from "../AgentLoop.js"
+import * as HeaderSnapshotterLive from "../../layers/session/HeaderSnapshotterLive.js"
+import { type CallScript, layerScriptedLanguageModel } from "../../layers/model/ScriptedLanguageModel.js"
+import { layerSummarizerDeterministic } from "../../layers/model/SummarizerLive.js"
+import * as AgentLoop from "../agent/AgentLoop.js"
 import * as IdGenerator from "../../services/IdGenerator.js"
-import * as Compact from "../Compact.js"
+import * as Compact from "../compaction/Compact.js"
 
 const ListFiles = Tool.make("list_files", {
   description: "List the files of a directory",

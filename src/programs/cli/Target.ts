@@ -11,13 +11,10 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import { NotASessionFile, SessionNotFound, StoreCorrupt, StoreFailure, type StoreSchemaMismatch } from "../../schema/Errors.js"
-import { DEFAULT_MAX_LINE_BYTES } from "../../schema/Format.js"
 import type { SessionHeader } from "../../schema/SessionHeader.js"
-import type { NamedFile } from "../../layers/JsonlFiles.js"
-import { readJsonlFileEach, scanFile } from "../../layers/JsonlReader.js"
-import { makeJsonlStore, readJsonlFile } from "../../layers/JsonlStore.js"
-import { displayLocation, hasSchema, makePostgresStore } from "../../layers/PostgresStore.js"
-import { makeSqliteStore } from "../../layers/SqliteStore.js"
+import { makeJsonlStore, type NamedFile, readJsonlFile, readJsonlFileEach, readJsonlFileHeader } from "../../layers/jsonl/JsonlStore.js"
+import { displayLocation, hasSchema, makePostgresStore } from "../../layers/sql/postgres/PostgresStore.js"
+import { makeSqliteStore } from "../../layers/sql/sqlite/SqliteStore.js"
 import type { EventSink, LoadError, LoadResult, LoadSummary, SessionStoreShape } from "../../services/SessionStore.js"
 import { nearest } from "./ArgumentHints.js"
 
@@ -289,15 +286,9 @@ export const readSessionFileHeader = (
 ): Effect.Effect<SessionHeader, LoadError | NotASessionFile, FileSystem.FileSystem> =>
   Effect.gen(function*() {
     yield* checkFile(path)
-    const fs = yield* FileSystem.FileSystem
-    const scanned = yield* scanFile(fs, path, {
-      location: path,
-      maxLineBytes: DEFAULT_MAX_LINE_BYTES,
-      keepEvents: false,
-      headerOnly: true
-    }, "readJsonlFile")
-    if (scanned === undefined) return yield* new NotASessionFile({ path, reason: "missing" })
-    return scanned.result.header
+    const header = yield* readJsonlFileHeader(path)
+    if (header === undefined) return yield* new NotASessionFile({ path, reason: "missing" })
+    return header
   }).pipe(Effect.mapError(classifyReadError(path)))
 
 /**

@@ -7,7 +7,7 @@
 import * as AiError from "@effect/ai/AiError"
 import type * as Response from "@effect/ai/Response"
 import type * as Deferred from "effect/Deferred"
-import type { CallScript, ScriptPart } from "../../../src/layers/ScriptedLanguageModel.js"
+import type { CallScript, ScriptPart } from "../../../src/layers/model/ScriptedLanguageModel.js"
 import type { Override } from "./Fixture.js"
 import { untoken } from "./Fixture.js"
 

@@ -10,7 +10,7 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import type { CallScript } from "../../../src/layers/ScriptedLanguageModel.js"
+import type { CallScript } from "../../../src/layers/model/ScriptedLanguageModel.js"
 import * as Acp from "../../../src/programs/acp/Acp.js"
 
 export const Read = Tool.make("read", {

@@ -1,0 +1,165 @@
+/**
+ * The compressed JSONL layout as written (README "Compressed JSONL"): the file magic, the 16-byte
+ * frame header, how a batch's lines are cut into frames and frames into brotli segments, and the
+ * bytes of a batch's frames. Reading them is `FrameScanner`; the codec is `Compression`.
+ */
+import * as Effect from "effect/Effect"
+import { type CodecFailure, crc32, makeSegmentEncoder, type SegmentEncoder } from "./Compression.js"
+
+/** The first 8 bytes of a compressed file: `\x89JSONLZ\n` (a plain JSONL file starts with `{`). */
+export const MAGIC: Uint8Array = Uint8Array.of(0x89, 0x4a, 0x53, 0x4f, 0x4e, 0x4c, 0x5a, 0x0a)
+
+/** The file-name suffix of a compressed session file (`<encode(id)>.jsonlz`). */
+export const COMPRESSED_SUFFIX = ".jsonlz"
+
+/** The 3 bytes every frame header starts with (`\xF5FZ`), where a reader resynchronises. */
+export const FRAME_MARK: ReadonlyArray<number> = [0xf5, 0x46, 0x5a]
+
+/** Size of a frame header. */
+export const FRAME_HEADER_BYTES = 16
+
+/** Flag: the frame starts a segment (a new brotli stream). */
+export const SEGMENT_START = 0x01
+/** Flag: the frame's text holds a `turn/end` record (L2 vs L3 without decoding it). */
+export const TURN_END = 0x02
+const KNOWN_FLAGS = SEGMENT_START | TURN_END
+
+/** A writer cuts a batch into frames of at most this much text (one longer line is a frame alone). */
+export const FRAME_TEXT_TARGET = 1_048_576
+/** A segment holds at most this much text (a frame longer than that is a segment alone). */
+export const SEGMENT_TEXT_CAP = 4_194_304
+
+/** Most text a reader accepts in one frame: a writer's frame target, or one line and its newline. */
+export const frameTextCap = (maxLineBytes: number): number => Math.max(FRAME_TEXT_TARGET, maxLineBytes + 1)
+
+/** Most payload bytes a frame of `textBytes` may have (brotli never expands text by more). */
+export const payloadCap = (textBytes: number): number => textBytes + Math.ceil(textBytes / 256) + 1024
+
+/** A decoded frame header. */
+export interface FrameHeader {
+  readonly flags: number
+  readonly payloadBytes: number
+  readonly textBytes: number
+  readonly crc: number
+}
+
+/** True when `bytes` start with the magic of a compressed file. */
+export const hasMagic = (bytes: Uint8Array): boolean => {
+  if (bytes.length < MAGIC.length) return false
+  for (let i = 0; i < MAGIC.length; i++) if (bytes[i] !== MAGIC[i]) return false
+  return true
+}
+
+/**
+ * Parse the 16 bytes of a frame header: `undefined` when they are none (no mark, unknown flags,
+ * an empty text or payload). Lengths are not checked against caps here.
+ */
+export const parseFrameHeader = (bytes: Uint8Array): FrameHeader | undefined => {
+  if (bytes[0] !== FRAME_MARK[0] || bytes[1] !== FRAME_MARK[1] || bytes[2] !== FRAME_MARK[2]) return undefined
+  const view = new DataView(bytes.buffer, bytes.byteOffset, FRAME_HEADER_BYTES)
+  const flags = bytes[3]
+  const payloadBytes = view.getUint32(4, true)
+  const textBytes = view.getUint32(8, true)
+  if ((flags & ~KNOWN_FLAGS) !== 0 || payloadBytes === 0 || textBytes === 0) return undefined
+  return { flags, payloadBytes, textBytes, crc: view.getUint32(12, true) }
+}
+
+/** The CRC a frame header must carry: over its flags and lengths (bytes 3–11) and the payload. */
+export const frameCrc = (header: Uint8Array, payload: Uint8Array): number =>
+  crc32(payload, crc32(header.subarray(3, 12))) >>> 0
+
+/** The header and payload of one frame, as written. */
+export const frameBytes = (flags: number, text: number, payload: Uint8Array): Uint8Array => {
+  const out = new Uint8Array(FRAME_HEADER_BYTES + payload.length)
+  out.set(FRAME_MARK, 0)
+  const view = new DataView(out.buffer)
+  out[3] = flags
+  view.setUint32(4, payload.length, true)
+  view.setUint32(8, text, true)
+  out.set(payload, FRAME_HEADER_BYTES)
+  view.setUint32(12, frameCrc(out.subarray(0, FRAME_HEADER_BYTES), payload), true)
+  return out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing
+
+/** One frame's text before compression. */
+export interface FrameText {
+  readonly text: Uint8Array
+  readonly turnEnd: boolean
+}
+
+/** A stored line of a `turn/end` event (serialised with `type` first, §1.1 key order). */
+const isTurnEndLine = (line: string): boolean => line.startsWith("{\"type\":\"turn/end\"")
+
+/**
+ * The frames storing `lines` (each without its newline): consecutive lines up to
+ * `FRAME_TEXT_TARGET` bytes of text per frame, a longer line alone.
+ */
+export const frameTexts = (lines: ReadonlyArray<string>): Array<FrameText> => {
+  const frames: Array<FrameText> = []
+  let parts: Array<string> = []
+  let bytes = 0
+  let turnEnd = false
+  const cut = () => {
+    if (parts.length === 0) return
+    frames.push({ text: Buffer.from(parts.join(""), "utf8"), turnEnd })
+    parts = []
+    bytes = 0
+    turnEnd = false
+  }
+  for (const line of lines) {
+    const text = line + "\n"
+    const n = Buffer.byteLength(text, "utf8")
+    if (bytes > 0 && bytes + n > FRAME_TEXT_TARGET) cut()
+    parts.push(text)
+    bytes += n
+    turnEnd ||= isTurnEndLine(line)
+  }
+  cut()
+  return frames
+}
+
+/** The segment a writer continues: its encoder and how much text it holds. */
+export interface OpenSegment {
+  readonly encoder: SegmentEncoder
+  readonly textBytes: number
+}
+
+/**
+ * Compress `frames` after `segment` (none: the first frame starts a segment) into the bytes to
+ * write, and the segment they leave open. A frame that would take the segment past
+ * `SEGMENT_TEXT_CAP` starts a new one. An encoder replaced here is closed; on failure every
+ * encoder used is closed.
+ */
+export const encodeFrames = (
+  segment: OpenSegment | undefined,
+  frames: ReadonlyArray<FrameText>
+): Effect.Effect<{ readonly bytes: Uint8Array; readonly segment: OpenSegment | undefined }, CodecFailure> =>
+  Effect.gen(function*() {
+    const out: Array<Uint8Array> = []
+    let total = 0
+    let open = segment
+    for (const frame of frames) {
+      let flags = frame.turnEnd ? TURN_END : 0
+      if (open === undefined || open.textBytes + frame.text.length > SEGMENT_TEXT_CAP) {
+        open?.encoder.close()
+        open = { encoder: makeSegmentEncoder(), textBytes: 0 }
+        flags |= SEGMENT_START
+      }
+      const encoder: SegmentEncoder = open.encoder
+      const payload = yield* Effect.onError(encoder.encode(frame.text), () => Effect.sync(() => encoder.close()))
+      const bytes = frameBytes(flags, frame.text.length, payload)
+      out.push(bytes)
+      total += bytes.length
+      open = { encoder, textBytes: open.textBytes + frame.text.length }
+    }
+    const bytes = new Uint8Array(total)
+    let at = 0
+    for (const b of out) {
+      bytes.set(b, at)
+      at += b.length
+    }
+    return { bytes, segment: open }
+  })

@@ -1,0 +1,293 @@
+/**
+ * The JSONL SessionStore (SPEC §7.4), a thin shell over its pieces: `LineEncoding` (lines as
+ * written), `LineScanner` (reading them), `FrameEncoding` / `FrameScanner` /
+ * `Compression` (the compressed layout), `Reader` (whole and streamed reads),
+ * `Append` (the append), `SyncFileSystem` (the synchronous write port), `SessionLock` (the
+ * kernel locks), `Files` (names, publish, replace, truncate), `SessionCache` (per-session
+ * state), `StoreContext` (the steps they share). `makeJsonlStore` builds them and returns the
+ * store; truncation, replacement and `list` follow.
+ */
+import * as FileSystem from "@effect/platform/FileSystem"
+import type * as Path from "@effect/platform/Path"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
+import { SessionExists, SessionHeaderInvalid, StoreFailure } from "../../schema/Errors.js"
+import type { Event } from "../../schema/Events.js"
+import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES } from "../../schema/Format.js"
+import { type SessionHeader, validateSessionHeader } from "../../schema/SessionHeader.js"
+import { appendPrepared, type EventSink, type LoadSummary, readFromLoad, SessionStore, type SessionStoreShape, type TornTail } from "../../services/SessionStore.js"
+import { SyncFileSystem } from "./SyncFileSystem.js"
+import { makeSegmentEncoders } from "./Compression.js"
+import * as JsonlFiles from "./Files.js"
+import { headerLine, logLines, logParts, packOptions } from "./LineEncoding.js"
+import { encodeFrames, frameTexts, MAGIC } from "./FrameEncoding.js"
+import { scanFile, scanFileEach, toLoadResult } from "./Reader.js"
+import * as JsonlSessions from "./SessionCache.js"
+import { append } from "./Append.js"
+import { changedSinceRead, hintFromRead, mapFs, notFound, type Pieces, rescan, scanOptions, underLock } from "./StoreContext.js"
+
+export type { NamedFile } from "./Files.js"
+export { headerLine, toJsonlText } from "./LineEncoding.js"
+export { readJsonlFile, readJsonlFileEach, readJsonlFileHeader } from "./Reader.js"
+
+/**
+ * Options of the JSONL store (SPEC §7.4). The synchronous file calls of appends and of the lock
+ * are the `SyncFileSystem` service of the context the store is built in (node:fs and `flock(2)`
+ * unless provided: the fault-injection seam of tests).
+ */
+export interface JsonlStoreOptions {
+  readonly root: string
+  readonly maxLineBytes?: number
+  /**
+   * How long a writer waits for the session file's lock held by another writer before failing
+   * with `StoreFailure` (S6); default 5,000 ms.
+   */
+  readonly lockTimeoutMs?: number
+  readonly maxEventBytes?: number
+  /**
+   * Runs of at least 3 streamed delta chunks within one append batch are written as one packed
+   * row (SPEC Appendix A), in appends and rewritten logs: on unless `false`, which writes every
+   * event as its own line. Files of either layout are read and appended alike.
+   */
+  readonly packChunks?: boolean
+  /**
+   * New sessions are written in the compressed layout, `<encode(id)>.jsonlz` (README "Compressed
+   * JSONL"): brotli frames of the lines a plain file would hold. Existing sessions keep the
+   * layout of their file; reads and `list` see both. Default `false`.
+   */
+  readonly compress?: boolean
+  /**
+   * One session kept in a file of any name in `root` (the CLI's `.jsonl` path, SPEC §12): session
+   * `sessionId` is the file at `path` instead of `<root>/<encode(id)>.jsonl`, which it shadows.
+   * Its reads skip the file-name check (the header id must still be `sessionId`, L6); its lock,
+   * torn-tail truncation and `replaceLog` (the backup beside it) act on that file. Other ids (a
+   * fork's child) live in `root` as usual. A `path` outside `root` is a defect.
+   */
+  readonly file?: JsonlFiles.NamedFile
+}
+
+const DEFAULT_LOCK_TIMEOUT_MS = 5_000
+
+/** Build a JSONL store over `options.root`; its in-process session locks live as long as the scope. */
+export const makeJsonlStore = (
+  options: JsonlStoreOptions
+): Effect.Effect<SessionStoreShape, never, FileSystem.FileSystem | Path.Path | Scope.Scope> =>
+  Effect.gen(function*() {
+    const maxEventBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES
+    const maxLineBytes = options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES
+    if (maxLineBytes < maxEventBytes) {
+      return yield* Effect.dieMessage(`JsonlStore: maxLineBytes (${maxLineBytes}) must be >= maxEventBytes (${maxEventBytes})`)
+    }
+    const p: Pieces = {
+      fs: yield* FileSystem.FileSystem,
+      sync: yield* SyncFileSystem,
+      files: yield* JsonlFiles.make(options.root, options.file),
+      sessions: yield* JsonlSessions.make,
+      maxLineBytes,
+      lockTimeoutMs: options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS,
+      pack: packOptions(options.packChunks, maxLineBytes),
+      compress: options.compress === true,
+      segments: yield* makeSegmentEncoders
+    }
+    const store: SessionStoreShape = {
+      create: Effect.fn("JsonlStore.create")(function*(input: unknown) {
+        const header = validateSessionHeader(input)
+        // J13: a rejected create registers nothing
+        if (header instanceof SessionHeaderInvalid) return yield* header
+        // J14: registered in this store instance, or stored (under either layout's name)
+        let taken = p.sessions.registered(header.id) !== undefined
+        for (const candidate of p.files.candidates(header.id)) {
+          taken ||= Option.isSome(yield* p.files.stat(candidate.file).pipe(mapFs("create")))
+        }
+        if (taken) return yield* new SessionExists({ rule: "J14", sessionId: header.id })
+        p.sessions.register(header)
+        return header
+      }),
+
+      // The hot path: untraced (a span costs about a third of the CPU of a single-event append),
+      // and in the common case one synchronous step after the pre-checks.
+      append: (id, events, options) =>
+        appendPrepared(events, options, { maxEventBytes }, (checked, expectedSeq) => append(p, id, checked, expectedSeq)),
+
+      load: Effect.fn("JsonlStore.load")(function*(id: string) {
+        const found = yield* scanOptions(p, id, "load", true)
+        const scanned = found === undefined ? undefined : yield* scanFile(p.fs, found.file, found.options, "load")
+        if (found === undefined || scanned === undefined) {
+          const header = p.sessions.registered(id)
+          if (header === undefined) return yield* notFound(id)
+          return { header, storedVersion: header.version, events: [], tornTail: undefined, revision: "unmaterialised" }
+        }
+        p.sessions.clearSuspect(id)
+        hintFromRead(p, id, found.file, scanned)
+        return toLoadResult(scanned)
+      }),
+
+      loadEach: <E, R>(id: string, sink: EventSink<E, R>) =>
+        Effect.gen(function*() {
+          const found = yield* scanOptions(p, id, "loadEach", true)
+          const scanned = found === undefined ? undefined : yield* scanFileEach(p.fs, found.file, found.options, "loadEach", sink)
+          if (scanned === undefined) {
+            const header = p.sessions.registered(id)
+            if (header === undefined) return yield* notFound(id)
+            if (sink.onHeader !== undefined) yield* sink.onHeader(header, header.version)
+            const summary: LoadSummary = {
+              header,
+              storedVersion: header.version,
+              tornTail: undefined,
+              revision: "unmaterialised",
+              count: 0
+            }
+            return summary
+          }
+          const { events: _, ...rest } = toLoadResult(scanned)
+          return { ...rest, count: scanned.result.nextSeq }
+        }).pipe(Effect.withSpan("JsonlStore.loadEach", { attributes: { sessionId: id } })),
+
+      readFrom: (id, fromSeq) => readFromLoad(store.load)(id, fromSeq),
+
+      list: Effect.fn("JsonlStore.list")(function*() {
+        return yield* list(p)
+      }),
+
+      truncateTornTail: Effect.fn("JsonlStore.truncateTornTail")(
+        function*(id: string, tornTail: TornTail, options: { readonly revision: string }) {
+          return yield* truncateTornTail(p, id, tornTail, options.revision)
+        }
+      ),
+
+      replaceLog: Effect.fn("JsonlStore.replaceLog")(
+        function*(id: string, header: SessionHeader, events: ReadonlyArray<Event>, options: {
+          readonly revision: string
+          readonly backup: string
+        }) {
+          return yield* replaceLog(p, id, header, events, options.revision)
+        }
+      )
+    }
+    return store
+  })
+
+/**
+ * A JSONL SessionStore layer over `options.root`: one `<encoded id>.jsonl` file per session in the
+ * interchange format (SPEC §7.4), or `<encoded id>.jsonlz` in the compressed layout (`compress`);
+ * needs `FileSystem` and `Path` (`NodeContext.layer`).
+ *
+ * @example
+ * ```ts
+ * import * as NodeContext from "@effect/platform-node/NodeContext"
+ * import * as Layer from "effect/Layer"
+ * import { JsonlStore } from "effect-session-log"
+ *
+ * const store = JsonlStore.layerJsonlStore({ root: "./sessions" }).pipe(Layer.provide(NodeContext.layer))
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerJsonlStore = (
+  options: JsonlStoreOptions
+): Layer.Layer<SessionStore, never, FileSystem.FileSystem | Path.Path> => Layer.scoped(SessionStore, makeJsonlStore(options))
+
+// ---------------------------------------------------------------------------------------------
+// truncateTornTail, replaceLog, list
+
+/** Under the locks, the torn point and the revision must be what `load` reported (L8). */
+const truncateTornTail = (p: Pieces, id: string, tornTail: TornTail, revision: string) =>
+  Effect.gen(function*() {
+    yield* underLock(p, id, "truncateTornTail", (_lock, file) =>
+      Effect.gen(function*() {
+        const scanned = yield* rescan(p, id, file, "truncateTornTail")
+        const now = scanned.result.tornTail
+        if (
+          scanned.revision !== revision || now === undefined || now.fromSeq !== tornTail.fromSeq ||
+          now.position !== tornTail.position
+        ) {
+          return yield* changedSinceRead(id, tornTail.fromSeq, scanned.result.nextSeq)
+        }
+        p.sessions.forget(id)
+        p.segments.drop(id)
+        yield* p.files.truncate(file, now.position).pipe(mapFs("truncateTornTail"))
+        const state = { file, ino: scanned.ino, size: now.position, nextSeq: now.fromSeq }
+        p.sessions.remember(id, scanned.result.compressed === true ? { ...state, compressed: true } : state)
+      }))
+  })
+
+/**
+ * Under the locks, if unchanged since `load` (L8): the new log to a temp file in the layout of
+ * the file it replaces, the old kept as backup.
+ */
+const replaceLog = (p: Pieces, id: string, header: SessionHeader, events: ReadonlyArray<Event>, revision: string) =>
+  Effect.gen(function*() {
+    yield* underLock(p, id, "replaceLog", (_lock, file) =>
+      Effect.gen(function*() {
+        const current = yield* rescan(p, id, file, "replaceLog")
+        if (current.revision !== revision) return yield* changedSinceRead(id, events.length, current.result.nextSeq)
+        p.sessions.forget(id)
+        p.segments.drop(id)
+        const compressed = current.result.compressed === true
+        const parts = compressed ? yield* compressedLog(header, events, p) : logParts(header, events, p.pack)
+        const { name } = p.files.candidates(id).find((c) => c.file === file) ?? p.files.pathOf(id)
+        // a session file that is a symbolic link is rewritten where it points (the link stays)
+        const target = yield* p.files.realFile(file).pipe(mapFs("replaceLog"))
+        // the temporary file goes whatever happens once it exists, interruption included
+        yield* Effect.uninterruptibleMask((restore) =>
+          Effect.flatMap(
+            restore(p.files.writeTemp(name, parts, target).pipe(mapFs("replaceLog"))),
+            (temp) =>
+              restore(p.files.replace(temp.path, target, current.result.storedVersion).pipe(mapFs("replaceLog"))).pipe(
+                Effect.ensuring(p.files.removeQuietly(temp.path))
+              )
+          )
+        )
+        const info = yield* p.files.stat(file).pipe(Effect.orElseSucceed(() => Option.none<FileSystem.File.Info>()))
+        if (Option.isSome(info)) {
+          const state = { file, ino: JsonlFiles.inoOf(info.value), size: Number(info.value.size), nextSeq: events.length }
+          p.sessions.remember(id, compressed ? { ...state, compressed: true } : state)
+        }
+      }))
+  })
+
+/** A whole log in the compressed layout: the magic, the header frame, the events' frames. */
+const compressedLog = (header: SessionHeader, events: ReadonlyArray<Event>, p: Pieces) =>
+  Effect.gen(function*() {
+    const first = { text: Buffer.from(headerLine(header), "utf8"), turnEnd: false }
+    const encoded = yield* encodeFrames(undefined, [first, ...frameTexts(logLines(events, p.pack))]).pipe(
+      Effect.mapError((cause) => new StoreFailure({ method: "replaceLog", cause, detail: "compression failed" }))
+    )
+    encoded.segment?.encoder.close()
+    return [MAGIC, encoded.bytes]
+  })
+
+/**
+ * Headers of the session files, first lines only; an unreadable one (a FIFO or other non-regular
+ * file too: never opened) is skipped with a warning.
+ */
+const list = (p: Pieces) =>
+  Effect.gen(function*() {
+    const headers: Array<SessionHeader> = []
+    const files = yield* p.files.sessionFiles.pipe(mapFs("list"))
+    const seen = new Map<string, number>()
+    for (const { name, named } of files) if (named !== true) seen.set(name, (seen.get(name) ?? 0) + 1)
+    for (const { file, name, named } of files) {
+      if (named !== true && seen.get(name)! > 1) {
+        // J14: one session under both names (`.jsonl` and `.jsonlz`): reads refuse it too
+        yield* Effect.logWarning(`JsonlStore.list: skipping ${file}: the session is stored under two names`)
+        continue
+      }
+      const scanned = yield* Effect.either(scanFile(p.fs, file, {
+        location: file,
+        ...(named ? {} : { expectedName: name }),
+        maxLineBytes: p.maxLineBytes,
+        keepEvents: false,
+        headerOnly: true
+      }, "list"))
+      if (scanned._tag === "Left") {
+        yield* Effect.logWarning(`JsonlStore.list: skipping ${file}: ${scanned.left.message}`)
+      } else if (scanned.right !== undefined) {
+        headers.push(scanned.right.result.header)
+      }
+    }
+    return headers.sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+  })
