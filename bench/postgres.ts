@@ -9,7 +9,7 @@
 import * as Effect from "effect/Effect"
 import pg from "pg"
 import { performance } from "node:perf_hooks"
-import { CANONICAL_SCHEMA, makePostgresStore } from "../src/layers/sql/postgres/PostgresStore.js"
+import { CANONICAL_SCHEMA, make as makePostgresStore } from "../src/layers/sql/postgres/PostgresStore.js"
 import type { Event } from "../src/schema/Events.js"
 import { type Cluster, createSchema, findBinaries, startCluster, withClient } from "../test/helpers/postgres.js"
 

@@ -120,12 +120,12 @@ const firstTurn: Effect.Effect<ReadonlyArray<Message>, Session.AppendError, Sess
 
 // opening a SQLite file: a foreign database (StoreSchemaMismatch), a malformed one (StoreCorrupt L7), I/O
 const sqlite: Layer.Layer<SessionStore.SessionStore, Errors.StoreSchemaMismatch | Errors.StoreCorrupt | Errors.StoreFailure> =
-  SqliteStore.layerSqliteStore({ filename: "./typed.db" })
-const jsonl: Layer.Layer<SessionStore.SessionStore> = JsonlStore.layerJsonlStore({ root: "./sessions" }).pipe(
+  SqliteStore.layer({ filename: "./typed.db" })
+const jsonl: Layer.Layer<SessionStore.SessionStore> = JsonlStore.layer({ root: "./sessions" }).pipe(
   Layer.provide(FileSystem.layerNoop({})),
   Layer.provide(Path.layer)
 )
-const memory: Layer.Layer<SessionStore.SessionStore> = MemoryStore.layerMemoryStore()
+const memory: Layer.Layer<SessionStore.SessionStore> = MemoryStore.layer()
 
 export const onSqlite: Effect.Effect<
   ReadonlyArray<Message>,
@@ -158,7 +158,7 @@ const tsconfig = {
 const requireForm = `const Effect = require("effect/Effect")
 const { MemoryStore, Session, SessionLive } = require("effect-session-log")
 const { layerMemoryStore } = require("effect-session-log/MemoryStore")
-if (layerMemoryStore !== MemoryStore.layerMemoryStore) throw new Error("two copies of MemoryStore")
+if (layerMemoryStore !== MemoryStore.layer) throw new Error("two copies of MemoryStore")
 const turn = Effect.gen(function*() {
   const session = yield* Session.Session
   yield* session.append("turn/start", { turn: 1 })
@@ -176,7 +176,7 @@ import * as Layer from "effect/Layer"
 import { JsonlStore, Session, SessionLive } from "effect-session-log"
 
 const [root, tag, count] = process.argv.slice(2)
-const store = JsonlStore.layerJsonlStore({ root }).pipe(Layer.provide(NodeContext.layer))
+const store = JsonlStore.layer({ root }).pipe(Layer.provide(NodeContext.layer))
 const turn = (id) => Effect.gen(function*() {
   const session = yield* Session.Session
   const n = (yield* session.events).filter((e) => e.type === "turn/start").length + 1

@@ -13,9 +13,9 @@ import {
   type NotLosslessJson,
   type RequestHeaderInvalid,
   SeqNotContiguous,
-  type SessionExists,
-  type SessionHeaderInvalid,
-  type SessionNotFound,
+  SessionExists,
+  SessionHeaderInvalid,
+  SessionNotFound,
   StoreCorrupt,
   type StoreFailure,
   type UnknownEventType
@@ -23,7 +23,7 @@ import {
 import type { Event } from "../schema/Events.js"
 import { DEFAULT_MAX_EVENT_BYTES, SESSION_FORMAT_VERSION } from "../schema/Format.js"
 import { upgradeV0 } from "../schema/FormatV0.js"
-import type { SessionHeader } from "../schema/SessionHeader.js"
+import { type SessionHeader, validateSessionHeader } from "../schema/SessionHeader.js"
 import { checkVocabulary, isRecord } from "../schema/Validation.js"
 import { type BatchError, type PreparedBatch, type PreparedEvent, prepareBatch } from "./PrepareEvent.js"
 
@@ -137,11 +137,36 @@ export interface SessionStoreShape {
     events: ReadonlyArray<Event>,
     options: { readonly revision: string; readonly backup: string }
   ) => Effect.Effect<void, AppendConflict | SessionNotFound | StoreCorrupt | StoreFailure>
+  /**
+   * `append` as one synchronous step, for a store that can (the memory store): the session
+   * handle completes an uncontended append without a fiber switch. It belongs to this `append`
+   * only (`syncAppendOf`): a wrapper that replaces `append` leaves it unused.
+   */
+  readonly appendSync?: SyncAppend
 }
 
 /**
- * The persistence backend of sessions (SPEC §7.1): provide one of `MemoryStore.layerMemoryStore`,
- * `JsonlStore.layerJsonlStore`, `SqliteStore.layerSqliteStore`, `PostgresStore.layerPostgresStore`.
+ * A synchronous append: the error, or `undefined` once the batch is stored. `append` is the
+ * effectful append it stands for.
+ */
+export interface SyncAppend {
+  (id: string, events: ReadonlyArray<Event | PreparedEvent>, expectedSeq: number): StoreAppendError | undefined
+  readonly append: SessionStoreShape["append"]
+}
+
+/**
+ * The synchronous append of `store`, when its `append` is the one that path belongs to: a store
+ * spread into a wrapper that replaces `append` (to inject faults, to count calls) has none.
+ *
+ * @since 0.3.0
+ * @category utils
+ */
+export const syncAppendOf = (store: SessionStoreShape): SyncAppend | undefined =>
+  store.appendSync !== undefined && store.appendSync.append === store.append ? store.appendSync : undefined
+
+/**
+ * The persistence backend of sessions (SPEC §7.1): provide one of `MemoryStore.layer`,
+ * `JsonlStore.layer`, `SqliteStore.layer`, `PostgresStore.layer`.
  *
  * @since 0.1.0
  * @category tags
@@ -247,3 +272,164 @@ export const readFromLoad = (
     const { events } = yield* readPipeline(yield* load(id))
     return events.slice(fromSeq)
   })
+
+// ---------------------------------------------------------------------------------------------
+// Building a store
+
+/**
+ * The sessions `create` registered in one store instance whose first append has not written them
+ * yet (SPEC §7.1 lazy registration). The backend's first append materialises a registered
+ * session and then calls `materialised`.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface Registry {
+  readonly get: (id: string) => SessionHeader | undefined
+  readonly register: (header: SessionHeader) => void
+  readonly materialised: (id: string) => void
+}
+
+/**
+ * An empty registry for one store instance.
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const makeRegistry = (): Registry => {
+  const registered = new Map<string, SessionHeader>()
+  return {
+    get: (id) => registered.get(id),
+    register: (header) => void registered.set(header.id, header),
+    materialised: (id) => void registered.delete(id)
+  }
+}
+
+/**
+ * What a backend states to `make`: only what differs between backends. `make` fills the rest the
+ * same way for all of them.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface SessionStoreImpl {
+  /** The span prefix of the store's operations, e.g. `"JsonlStore"` (spans `JsonlStore.load`, ...). */
+  readonly name: string
+  readonly spanAttributes?: Record<string, unknown>
+  /** The sessions registered and not yet written; the backend's first append consults it. */
+  readonly registry: Registry
+  /** The store's B10 cap on a serialised event (default 64 MiB). */
+  readonly maxEventBytes?: number
+  /** A check of a valid header beyond SPEC §1.1 (text the backend cannot store, ...). */
+  readonly checkHeader?: (header: SessionHeader) => Effect.Effect<void, CreateError>
+  /** J14: whether a session with this id is stored. */
+  readonly isStored: (id: string) => Effect.Effect<boolean, StoreFailure>
+  /** Write a checked, non-empty batch if the stored next seq is `expectedSeq` (the hot path: untraced). */
+  readonly appendBatch: (id: string, batch: PreparedBatch, expectedSeq: number) => Effect.Effect<void, StoreAppendError>
+  /** `appendBatch` as one synchronous step, when the backend can. */
+  readonly appendBatchSync?: (id: string, batch: PreparedBatch, expectedSeq: number) => StoreAppendError | undefined
+  /** A cold read of a stored session; `undefined` when none is stored (a registered one then reads as empty). */
+  readonly load: (id: string) => Effect.Effect<LoadResult | undefined, LoadError>
+  /** A streamed `load`; by default `load` handed over in chunks. */
+  readonly loadEach?: <E, R>(id: string, sink: EventSink<E, R>) => Effect.Effect<LoadSummary | undefined, LoadError | E, R>
+  /**
+   * The events from `fromSeq` of a loaded log; by default the whole log through the read
+   * pipeline, then its suffix.
+   */
+  readonly suffix?: (loaded: LoadResult, fromSeq: number) => Effect.Effect<ReadonlyArray<unknown>, ReadError>
+  /** The headers of the stored sessions, in any order. */
+  readonly list: () => Effect.Effect<ReadonlyArray<SessionHeader>, StoreFailure>
+  readonly truncateTornTail: SessionStoreShape["truncateTornTail"]
+  readonly replaceLog: SessionStoreShape["replaceLog"]
+}
+
+const byCreation = (a: SessionHeader, b: SessionHeader) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+
+/**
+ * A `SessionStore` from what a backend states (in the spirit of `KeyValueStore.make`): `create`
+ * with the header checks (J13) and lazy registration (J14 against the registry and the stored
+ * sessions), the shared head of `append` (an empty batch is a no-op; plain events are checked,
+ * prepared ones pass), reads of a registered session that is not written yet (its header and no
+ * events; L11 for an unknown id), `loadEach` and `readFrom` where the backend has none, and `list`
+ * sorted by `(createdAt, id)`. Every operation but `append` runs in a span `<name>.<operation>`.
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const make = (impl: SessionStoreImpl): SessionStoreShape => {
+  const { registry } = impl
+  const span = (operation: string, id?: string) =>
+    Effect.withSpan(`${impl.name}.${operation}`, {
+      attributes: id === undefined ? { ...impl.spanAttributes } : { ...impl.spanAttributes, sessionId: id }
+    })
+  const notFound = (id: string) => new SessionNotFound({ rule: "L11", sessionId: id })
+  const unwritten = (id: string) => {
+    const header = registry.get(id)
+    return header === undefined
+      ? Effect.fail(notFound(id))
+      : Effect.succeed({ header, storedVersion: header.version, tornTail: undefined, revision: "0" })
+  }
+  const maxEventBytes = impl.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES
+
+  const load = (id: string): Effect.Effect<LoadResult, LoadError> =>
+    Effect.flatMap(impl.load(id), (loaded) =>
+      loaded !== undefined ? Effect.succeed(loaded) : Effect.map(unwritten(id), (empty) => ({ ...empty, events: [] })))
+
+  const shape: SessionStoreShape = {
+    create: (input) =>
+      Effect.gen(function*() {
+        const header = validateSessionHeader(input)
+        // J13: a rejected create registers nothing
+        if (header instanceof SessionHeaderInvalid) return yield* header
+        if (impl.checkHeader !== undefined) yield* impl.checkHeader(header)
+        const exists = new SessionExists({ rule: "J14", sessionId: header.id })
+        if (registry.get(header.id) !== undefined) return yield* exists
+        // registered meanwhile by another fiber of this instance: still J14
+        if ((yield* impl.isStored(header.id)) || registry.get(header.id) !== undefined) return yield* exists
+        registry.register(header)
+        return header
+      }).pipe(span("create")),
+
+    append: (id, events, options) =>
+      appendPrepared(events, options, { maxEventBytes }, (batch, expectedSeq) => impl.appendBatch(id, batch, expectedSeq)),
+
+    load: (id) => load(id).pipe(span("load", id)),
+
+    loadEach: <E, R>(id: string, sink: EventSink<E, R>): Effect.Effect<LoadSummary, LoadError | E, R> =>
+      (impl.loadEach === undefined
+        ? loadEachFromLoad(load)(id, sink)
+        : Effect.flatMap(impl.loadEach(id, sink), (summary) =>
+          summary !== undefined ? Effect.succeed(summary) : Effect.gen(function*() {
+            const empty = yield* unwritten(id)
+            if (sink.onHeader !== undefined) yield* sink.onHeader(empty.header, empty.storedVersion)
+            return { ...empty, count: 0 }
+          }))).pipe(span("loadEach", id)),
+
+    readFrom: (id, fromSeq) =>
+      Effect.gen(function*() {
+        const bad = checkFromSeq(fromSeq)
+        if (bad !== undefined) return yield* bad
+        const loaded = yield* load(id)
+        if (impl.suffix !== undefined) return yield* impl.suffix(loaded, fromSeq)
+        const { events } = yield* readPipeline(loaded)
+        return events.slice(fromSeq)
+      }).pipe(span("readFrom", id)),
+
+    list: () => Effect.map(impl.list(), (headers) => [...headers].sort(byCreation)).pipe(span("list")),
+
+    truncateTornTail: (id, tornTail, options) => impl.truncateTornTail(id, tornTail, options).pipe(span("truncateTornTail", id)),
+
+    replaceLog: (id, header, events, options) => impl.replaceLog(id, header, events, options).pipe(span("replaceLog", id))
+  }
+  const appendBatchSync = impl.appendBatchSync
+  if (appendBatchSync === undefined) return shape
+  const appendSync = Object.assign(
+    (id: string, events: ReadonlyArray<Event | PreparedEvent>, expectedSeq: number): StoreAppendError | undefined => {
+      if (events.length === 0) return undefined
+      const batch = prepareBatch(events, expectedSeq, maxEventBytes)
+      return "_tag" in batch ? batch : appendBatchSync(id, batch, expectedSeq)
+    },
+    { append: shape.append }
+  )
+  return { ...shape, appendSync }
+}

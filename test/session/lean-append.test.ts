@@ -6,7 +6,7 @@ import * as Layer from "effect/Layer"
 import { StoreFailure } from "../../src/schema/Errors.js"
 import { layerMemoryStore, makeMemoryStore } from "../../src/layers/memory/MemoryStore.js"
 import * as SessionLive from "../../src/layers/session/SessionLive.js"
-import { SessionStore, type SessionStoreShape } from "../../src/services/SessionStore.js"
+import { SessionStore, type SessionStoreShape, syncAppendOf } from "../../src/services/SessionStore.js"
 
 const todo = (n: number) => ({ todos: [{ content: `t${n}`, status: "pending" as const }] })
 const user = (id: string) => ({ id, role: "user" as const, content: [{ type: "text", text: id }], source: { kind: "user" } })
@@ -51,6 +51,11 @@ describe("the uncontended append (issue 16: one synchronous step)", () => {
             ? Effect.fail(new StoreFailure({ method: "append", cause: "injected fault" }))
             : Effect.zipRight(Effect.sync(() => void seen.push(options.expectedSeq)), inner.append(id, events, options))
       }
+      // the synchronous path belongs to the memory store's own append: the wrapper carries the
+      // member along (a spread) but it is not used for it
+      assert.isDefined(syncAppendOf(inner))
+      assert.isDefined(wrapped.appendSync)
+      assert.isUndefined(syncAppendOf(wrapped))
       yield* Effect.gen(function*() {
         const s = yield* SessionLive.create({ id: "lean-wrapped" })
         yield* s.append("todo/write", todo(0))

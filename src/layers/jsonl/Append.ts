@@ -41,9 +41,9 @@ export const append = (
   }
   const lines = storageLines(checked.events, checked.lines, p.pack)
   const count = checked.events.length
-  if (p.sessions.registered(id) === undefined) return appendExisting(p, id, expectedSeq, count, lines)
+  if (p.sessions.registry.get(id) === undefined) return appendExisting(p, id, expectedSeq, count, lines)
   const materialiseOnce = Effect.suspend((): Effect.Effect<boolean, StoreAppendError> => {
-    const header = p.sessions.registered(id)
+    const header = p.sessions.registry.get(id)
     // materialised by a concurrent fiber meanwhile: an ordinary append below
     if (header === undefined) return Effect.succeed(false)
     if (expectedSeq !== 0) return Effect.fail(new AppendConflict({ rule: "C5", sessionId: id, expectedSeq, storedSeq: 0 }))
@@ -91,7 +91,7 @@ const materialise = (p: Pieces, id: string, header: SessionHeader, count: number
             p.files.publish(temp.path, file, rival).pipe(mapFs("append"))
           )
           if (!linked) return yield* new SessionExists({ rule: "J14", sessionId: id })
-          p.sessions.materialised(id)
+          p.sessions.registry.materialised(id)
           yield* p.files.fsyncRoot.pipe(mapFs("append"))
           // what was published, not a later stat (another writer may append once the name exists)
           const state = { file, ino: temp.ino, size: temp.size, nextSeq: count }

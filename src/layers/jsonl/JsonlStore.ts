@@ -4,7 +4,7 @@
  * `Compression` (the compressed layout), `Reader` (whole and streamed reads),
  * `Append` (the append), `SyncFileSystem` (the synchronous write port), `SessionLock` (the
  * kernel locks), `Files` (names, publish, replace, truncate), `SessionCache` (per-session
- * state), `StoreContext` (the steps they share). `makeJsonlStore` builds them and returns the
+ * state), `StoreContext` (the steps they share). `make` builds them and returns the
  * store; truncation, replacement and `list` follow.
  */
 import * as FileSystem from "@effect/platform/FileSystem"
@@ -13,11 +13,11 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
-import { SessionExists, SessionHeaderInvalid, StoreFailure } from "../../schema/Errors.js"
+import { StoreFailure } from "../../schema/Errors.js"
 import type { Event } from "../../schema/Events.js"
 import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES } from "../../schema/Format.js"
-import { type SessionHeader, validateSessionHeader } from "../../schema/SessionHeader.js"
-import { appendPrepared, type EventSink, type LoadSummary, readFromLoad, SessionStore, type SessionStoreShape, type TornTail } from "../../services/SessionStore.js"
+import type { SessionHeader } from "../../schema/SessionHeader.js"
+import { type EventSink, type LoadSummary, make as makeSessionStore, SessionStore, type SessionStoreShape, type TornTail } from "../../services/SessionStore.js"
 import { SyncFileSystem } from "./SyncFileSystem.js"
 import { makeSegmentEncoders } from "./Compression.js"
 import * as JsonlFiles from "./Files.js"
@@ -26,7 +26,7 @@ import { encodeFrames, frameTexts, MAGIC } from "./FrameEncoding.js"
 import { scanFile, scanFileEach, toLoadResult } from "./Reader.js"
 import * as JsonlSessions from "./SessionCache.js"
 import { append } from "./Append.js"
-import { changedSinceRead, hintFromRead, mapFs, notFound, type Pieces, rescan, scanOptions, underLock } from "./StoreContext.js"
+import { changedSinceRead, hintFromRead, mapFs, type Pieces, rescan, scanOptions, underLock } from "./StoreContext.js"
 
 export type { NamedFile } from "./Files.js"
 export { headerLine, toJsonlText } from "./LineEncoding.js"
@@ -71,7 +71,7 @@ export interface JsonlStoreOptions {
 const DEFAULT_LOCK_TIMEOUT_MS = 5_000
 
 /** Build a JSONL store over `options.root`; its in-process session locks live as long as the scope. */
-export const makeJsonlStore = (
+export const make = (
   options: JsonlStoreOptions
 ): Effect.Effect<SessionStoreShape, never, FileSystem.FileSystem | Path.Path | Scope.Scope> =>
   Effect.gen(function*() {
@@ -91,82 +91,39 @@ export const makeJsonlStore = (
       compress: options.compress === true,
       segments: yield* makeSegmentEncoders
     }
-    const store: SessionStoreShape = {
-      create: Effect.fn("JsonlStore.create")(function*(input: unknown) {
-        const header = validateSessionHeader(input)
-        // J13: a rejected create registers nothing
-        if (header instanceof SessionHeaderInvalid) return yield* header
-        // J14: registered in this store instance, or stored (under either layout's name)
-        let taken = p.sessions.registered(header.id) !== undefined
-        for (const candidate of p.files.candidates(header.id)) {
-          taken ||= Option.isSome(yield* p.files.stat(candidate.file).pipe(mapFs("create")))
-        }
-        if (taken) return yield* new SessionExists({ rule: "J14", sessionId: header.id })
-        p.sessions.register(header)
-        return header
-      }),
-
+    return makeSessionStore({
+      name: "JsonlStore",
+      registry: p.sessions.registry,
+      maxEventBytes,
+      // J14: stored under either layout's name
+      isStored: (id) =>
+        Effect.reduce(p.files.candidates(id), false, (taken, candidate) =>
+          taken ? Effect.succeed(true) : Effect.map(p.files.stat(candidate.file).pipe(mapFs("create")), Option.isSome)),
       // The hot path: untraced (a span costs about a third of the CPU of a single-event append),
       // and in the common case one synchronous step after the pre-checks.
-      append: (id, events, options) =>
-        appendPrepared(events, options, { maxEventBytes }, (checked, expectedSeq) => append(p, id, checked, expectedSeq)),
-
-      load: Effect.fn("JsonlStore.load")(function*(id: string) {
-        const found = yield* scanOptions(p, id, "load", true)
-        const scanned = found === undefined ? undefined : yield* scanFile(p.fs, found.file, found.options, "load")
-        if (found === undefined || scanned === undefined) {
-          const header = p.sessions.registered(id)
-          if (header === undefined) return yield* notFound(id)
-          return { header, storedVersion: header.version, events: [], tornTail: undefined, revision: "unmaterialised" }
-        }
-        p.sessions.clearSuspect(id)
-        hintFromRead(p, id, found.file, scanned)
-        return toLoadResult(scanned)
-      }),
-
+      appendBatch: (id, batch, expectedSeq) => append(p, id, batch, expectedSeq),
+      load: (id) =>
+        Effect.gen(function*() {
+          const found = yield* scanOptions(p, id, "load", true)
+          const scanned = found === undefined ? undefined : yield* scanFile(p.fs, found.file, found.options, "load")
+          if (found === undefined || scanned === undefined) return undefined
+          p.sessions.clearSuspect(id)
+          hintFromRead(p, id, found.file, scanned)
+          return toLoadResult(scanned)
+        }),
       loadEach: <E, R>(id: string, sink: EventSink<E, R>) =>
         Effect.gen(function*() {
           const found = yield* scanOptions(p, id, "loadEach", true)
           const scanned = found === undefined ? undefined : yield* scanFileEach(p.fs, found.file, found.options, "loadEach", sink)
-          if (scanned === undefined) {
-            const header = p.sessions.registered(id)
-            if (header === undefined) return yield* notFound(id)
-            if (sink.onHeader !== undefined) yield* sink.onHeader(header, header.version)
-            const summary: LoadSummary = {
-              header,
-              storedVersion: header.version,
-              tornTail: undefined,
-              revision: "unmaterialised",
-              count: 0
-            }
-            return summary
-          }
+          if (scanned === undefined) return undefined
           const { events: _, ...rest } = toLoadResult(scanned)
-          return { ...rest, count: scanned.result.nextSeq }
-        }).pipe(Effect.withSpan("JsonlStore.loadEach", { attributes: { sessionId: id } })),
-
-      readFrom: (id, fromSeq) => readFromLoad(store.load)(id, fromSeq),
-
-      list: Effect.fn("JsonlStore.list")(function*() {
-        return yield* list(p)
-      }),
-
-      truncateTornTail: Effect.fn("JsonlStore.truncateTornTail")(
-        function*(id: string, tornTail: TornTail, options: { readonly revision: string }) {
-          return yield* truncateTornTail(p, id, tornTail, options.revision)
-        }
-      ),
-
-      replaceLog: Effect.fn("JsonlStore.replaceLog")(
-        function*(id: string, header: SessionHeader, events: ReadonlyArray<Event>, options: {
-          readonly revision: string
-          readonly backup: string
-        }) {
-          return yield* replaceLog(p, id, header, events, options.revision)
-        }
-      )
-    }
-    return store
+          const summary: LoadSummary = { ...rest, count: scanned.result.nextSeq }
+          return summary
+        }),
+      list: () => list(p),
+      truncateTornTail: (id, tornTail, { revision }) => truncateTornTail(p, id, tornTail, revision),
+      replaceLog: (id, header, events, { revision }) => replaceLog(p, id, header, events, revision)
+    })
   })
 
 /**
@@ -180,15 +137,15 @@ export const makeJsonlStore = (
  * import * as Layer from "effect/Layer"
  * import { JsonlStore } from "effect-session-log"
  *
- * const store = JsonlStore.layerJsonlStore({ root: "./sessions" }).pipe(Layer.provide(NodeContext.layer))
+ * const store = JsonlStore.layer({ root: "./sessions" }).pipe(Layer.provide(NodeContext.layer))
  * ```
  *
  * @since 0.1.0
  * @category layers
  */
-export const layerJsonlStore = (
+export const layer = (
   options: JsonlStoreOptions
-): Layer.Layer<SessionStore, never, FileSystem.FileSystem | Path.Path> => Layer.scoped(SessionStore, makeJsonlStore(options))
+): Layer.Layer<SessionStore, never, FileSystem.FileSystem | Path.Path> => Layer.scoped(SessionStore, make(options))
 
 // ---------------------------------------------------------------------------------------------
 // truncateTornTail, replaceLog, list
@@ -261,7 +218,7 @@ const compressedLog = (header: SessionHeader, events: ReadonlyArray<Event>, p: P
   })
 
 /**
- * Headers of the session files, first lines only; an unreadable one (a FIFO or other non-regular
+ * Headers of the session files (any order: `SessionStore.make` sorts them), first lines only; an unreadable one (a FIFO or other non-regular
  * file too: never opened) is skipped with a warning.
  */
 const list = (p: Pieces) =>
@@ -289,5 +246,23 @@ const list = (p: Pieces) =>
         headers.push(scanned.right.result.header)
       }
     }
-    return headers.sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+    return headers
   })
+
+/**
+ * `make` under its earlier name.
+ *
+ * @deprecated since 0.3.0: use `JsonlStore.make`.
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeJsonlStore = make
+
+/**
+ * `layer` under its earlier name.
+ *
+ * @deprecated since 0.3.0: use `JsonlStore.layer`.
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerJsonlStore = layer

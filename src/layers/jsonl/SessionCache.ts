@@ -7,7 +7,7 @@
 import * as Effect from "effect/Effect"
 import * as RcMap from "effect/RcMap"
 import type * as Scope from "effect/Scope"
-import type { SessionHeader } from "../../schema/SessionHeader.js"
+import { makeRegistry, type Registry } from "../../services/SessionStore.js"
 
 /** The stored state of a session file as this instance last saw it under the lock. */
 export interface CachedState {
@@ -31,11 +31,8 @@ export const CACHED_SESSIONS = 1_024
 
 /** The per-session state of one store instance. */
 export interface JsonlSessions {
-  /** The header registered by `create`, while the session is not materialised. */
-  readonly registered: (id: string) => SessionHeader | undefined
-  readonly register: (header: SessionHeader) => void
-  /** The session's file now exists: it is no longer only registered. */
-  readonly materialised: (id: string) => void
+  /** The headers registered by `create` whose file does not exist yet (`SessionStore.make`). */
+  readonly registry: Registry
   readonly cached: (id: string) => CachedState | undefined
   readonly remember: (id: string, state: CachedState) => void
   readonly forget: (id: string) => void
@@ -51,7 +48,6 @@ export interface JsonlSessions {
 
 /** Fresh per-session state; the in-process locks live as long as the scope. */
 export const make: Effect.Effect<JsonlSessions, never, Scope.Scope> = Effect.gen(function*() {
-  const registered = new Map<string, SessionHeader>()
   /** In insertion order: the least recently remembered first. */
   const cache = new Map<string, CachedState>()
   const suspect = new Set<string>()
@@ -59,9 +55,7 @@ export const make: Effect.Effect<JsonlSessions, never, Scope.Scope> = Effect.gen
   const locks = yield* RcMap.make({ lookup: (_id: string) => Effect.makeSemaphore(1) })
 
   return {
-    registered: (id) => registered.get(id),
-    register: (header) => void registered.set(header.id, header),
-    materialised: (id) => void registered.delete(id),
+    registry: makeRegistry(),
     cached: (id) => cache.get(id),
     remember: (id, state) => {
       cache.delete(id)

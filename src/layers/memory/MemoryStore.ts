@@ -1,48 +1,34 @@
 /**
- * The in-memory SessionStore: the contract of SPEC §7.1 without durability. Registration is
- * per store instance (one `make`), appends are atomic because each runs as one synchronous
- * step (also offered to the session handle as a plain function, `syncAppender`), and `replaceLog`
- * keeps the previous content as a backup in memory.
+ * The in-memory SessionStore: the contract of SPEC §7.1 without durability, built with
+ * `SessionStore.make`. Registration is per store instance (one `make`), appends are atomic because
+ * each runs as one synchronous step (also offered to the session handle as `appendSync`), and
+ * `replaceLog` keeps the previous content as a backup in memory.
  */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { AppendConflict, SessionExists, SessionHeaderInvalid, SessionNotFound } from "../../schema/Errors.js"
+import { AppendConflict, SessionNotFound } from "../../schema/Errors.js"
 import type { Event } from "../../schema/Events.js"
-import { DEFAULT_MAX_EVENT_BYTES } from "../../schema/Format.js"
-import { type SessionHeader, validateSessionHeader } from "../../schema/SessionHeader.js"
-import { type BatchError, type PreparedEvent, prepareBatch } from "../../services/PrepareEvent.js"
+import type { SessionHeader } from "../../schema/SessionHeader.js"
 import {
   type BatchCheckOptions,
-  appendPrepared,
-  loadEachFromLoad,
-  readFromLoad,
+  make as makeSessionStore,
+  makeRegistry,
   SessionStore,
-  type SessionStoreShape
+  type SessionStoreShape,
+  syncAppendOf
 } from "../../services/SessionStore.js"
 
 /** Options of the memory store. */
 export interface MemoryStoreOptions extends BatchCheckOptions {}
 
 /**
- * `SessionStore.append` of a memory store as one synchronous step: the same checks, the same
- * errors (returned, not thrown), `undefined` once the events are stored.
- */
-export type SyncAppend = (
-  id: string,
-  events: ReadonlyArray<Event | PreparedEvent>,
-  expectedSeq: number
-) => BatchError | AppendConflict | SessionNotFound | undefined
-
-const syncAppenders = new WeakMap<SessionStoreShape, SyncAppend>()
-
-/**
- * The synchronous append of a store built by `makeMemoryStore` (that very object: a wrapper or
- * any other store has none), so an uncontended session append can complete in one step.
+ * The synchronous append of a store built by `make` (`SessionStore.syncAppendOf`).
  *
+ * @deprecated since 0.3.0: the path is the store's optional `appendSync` member; use `SessionStore.syncAppendOf`.
  * @since 0.1.0
  * @category utils
  */
-export const syncAppender = (store: SessionStoreShape): SyncAppend | undefined => syncAppenders.get(store)
+export const syncAppender = syncAppendOf
 
 interface Stored {
   header: SessionHeader
@@ -51,14 +37,15 @@ interface Stored {
   readonly backups: Array<{ readonly reason: string; readonly header: SessionHeader; readonly events: ReadonlyArray<Event> }>
 }
 
-/** Build a memory store.
+/**
+ * Build a memory store.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const makeMemoryStore = (options: MemoryStoreOptions = {}): Effect.Effect<SessionStoreShape> =>
+export const make = (options: MemoryStoreOptions = {}): Effect.Effect<SessionStoreShape> =>
   Effect.sync(() => {
-    const registered = new Map<string, SessionHeader>()
+    const registry = makeRegistry()
     const stored = new Map<string, Stored>()
 
     const conflict = (id: string, expectedSeq: number, storedSeq: number) =>
@@ -69,10 +56,11 @@ export const makeMemoryStore = (options: MemoryStoreOptions = {}): Effect.Effect
     const storeBatch = (id: string, events: ReadonlyArray<Event>, expectedSeq: number) => {
       const current = stored.get(id)
       if (current === undefined) {
-        const header = registered.get(id)
+        const header = registry.get(id)
         if (header === undefined) return notFound(id)
         if (expectedSeq !== 0) return conflict(id, expectedSeq, 0)
         stored.set(id, { header, events: events.slice(), revision: 1, backups: [] })
+        registry.materialised(id)
         return undefined
       }
       const storedSeq = current.events.length
@@ -82,60 +70,29 @@ export const makeMemoryStore = (options: MemoryStoreOptions = {}): Effect.Effect
       return undefined
     }
 
-    const maxEventBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES
-    const appendSync: SyncAppend = (id, events, expectedSeq) => {
-      if (events.length === 0) return undefined
-      const checked = prepareBatch(events, expectedSeq, maxEventBytes)
-      return "_tag" in checked ? checked : storeBatch(id, checked.events, expectedSeq)
-    }
-
-    const store: SessionStoreShape = {
-      create: (input) =>
-        Effect.gen(function*() {
-          const header = validateSessionHeader(input)
-          // J13: a rejected create registers nothing
-          if (header instanceof SessionHeaderInvalid) return yield* header
-          if (registered.has(header.id) || stored.has(header.id)) {
-            return yield* new SessionExists({ rule: "J14", sessionId: header.id })
-          }
-          registered.set(header.id, header)
-          return header
+    return makeSessionStore({
+      name: "MemoryStore",
+      registry,
+      ...(options.maxEventBytes === undefined ? {} : { maxEventBytes: options.maxEventBytes }),
+      isStored: (id) => Effect.sync(() => stored.has(id)),
+      appendBatch: (id, batch, expectedSeq) =>
+        Effect.suspend(() => {
+          const failure = storeBatch(id, batch.events, expectedSeq)
+          return failure === undefined ? Effect.void : Effect.fail(failure)
         }),
-
-      append: (id, events, appendOptions) =>
-        appendPrepared(events, appendOptions, options, (checked, expectedSeq) =>
-          Effect.suspend(() => {
-            const failure = storeBatch(id, checked.events, expectedSeq)
-            return failure === undefined ? Effect.void : Effect.fail(failure)
-          })),
-
+      appendBatchSync: (id, batch, expectedSeq) => storeBatch(id, batch.events, expectedSeq),
       load: (id) =>
-        Effect.gen(function*() {
+        Effect.sync(() => {
           const current = stored.get(id)
-          if (current !== undefined) {
-            return {
-              header: current.header,
-              storedVersion: current.header.version,
-              events: current.events.slice(),
-              tornTail: undefined,
-              revision: String(current.revision)
-            }
+          return current === undefined ? undefined : {
+            header: current.header,
+            storedVersion: current.header.version,
+            events: current.events.slice(),
+            tornTail: undefined,
+            revision: String(current.revision)
           }
-          const header = registered.get(id)
-          if (header === undefined) return yield* notFound(id)
-          return { header, storedVersion: header.version, events: [], tornTail: undefined, revision: "0" }
         }),
-
-      loadEach: (id, sink) => loadEachFromLoad(store.load)(id, sink),
-
-      readFrom: (id, fromSeq) => readFromLoad(store.load)(id, fromSeq),
-
-      list: () =>
-        Effect.sync(() =>
-          [...stored.values()].map((s) => s.header).sort((a, b) =>
-            a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
-          )
-        ),
+      list: () => Effect.sync(() => [...stored.values()].map((s) => s.header)),
 
       truncateTornTail: (id, tornTail, { revision }) =>
         Effect.gen(function*() {
@@ -169,9 +126,7 @@ export const makeMemoryStore = (options: MemoryStoreOptions = {}): Effect.Effect
           current.events = [...events]
           current.revision++
         })
-    }
-    syncAppenders.set(store, appendSync)
-    return store
+    })
   })
 
 /**
@@ -182,11 +137,29 @@ export const makeMemoryStore = (options: MemoryStoreOptions = {}): Effect.Effect
  * import * as Layer from "effect/Layer"
  * import { MemoryStore, SessionLive } from "effect-session-log"
  *
- * const session = SessionLive.layerCreate({ id: "scratch" }).pipe(Layer.provide(MemoryStore.layerMemoryStore()))
+ * const session = SessionLive.layerCreate({ id: "scratch" }).pipe(Layer.provide(MemoryStore.layer()))
  * ```
  *
  * @since 0.1.0
  * @category layers
  */
-export const layerMemoryStore = (options: MemoryStoreOptions = {}): Layer.Layer<SessionStore> =>
-  Layer.effect(SessionStore, makeMemoryStore(options))
+export const layer = (options: MemoryStoreOptions = {}): Layer.Layer<SessionStore> =>
+  Layer.effect(SessionStore, make(options))
+
+/**
+ * `make` under its earlier name.
+ *
+ * @deprecated since 0.3.0: use `MemoryStore.make`.
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeMemoryStore = make
+
+/**
+ * `layer` under its earlier name.
+ *
+ * @deprecated since 0.3.0: use `MemoryStore.layer`.
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerMemoryStore = layer

@@ -186,7 +186,7 @@ const streamScript = (script: CallScript): Stream.Stream<Response.StreamPartEnco
   )
 
 /** Build the scripted model: the `LanguageModel` service and its test handle. */
-export const makeScriptedLanguageModel = (
+export const make = (
   options: ScriptedLanguageModelOptions
 ): Effect.Effect<{ readonly model: LanguageModel.Service; readonly handle: ScriptedModelShape }> =>
   Effect.gen(function*() {
@@ -229,11 +229,11 @@ export const makeScriptedLanguageModel = (
   })
 
 /** The scripted `LanguageModel` plus its `ScriptedModel` handle; dies on release with unconsumed scripts. */
-export const layerScriptedLanguageModel = (
+export const layer = (
   options: ScriptedLanguageModelOptions
 ): Layer.Layer<LanguageModel.LanguageModel | ScriptedModel> =>
   Layer.scopedContext(Effect.gen(function*() {
-    const { handle, model } = yield* makeScriptedLanguageModel(options)
+    const { handle, model } = yield* make(options)
     if (options.requireConsumed !== false) {
       yield* Effect.addFinalizer(() =>
         Effect.flatMap(handle.remaining, (n) =>
@@ -242,3 +242,21 @@ export const layerScriptedLanguageModel = (
     }
     return Context.make(LanguageModel.LanguageModel, model).pipe(Context.add(ScriptedModel, handle))
   }))
+
+/**
+ * `make` under its earlier name.
+ *
+ * @deprecated since 0.3.0: use `ScriptedLanguageModel.make`.
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeScriptedLanguageModel = make
+
+/**
+ * `layer` under its earlier name.
+ *
+ * @deprecated since 0.3.0: use `ScriptedLanguageModel.layer`.
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerScriptedLanguageModel = layer

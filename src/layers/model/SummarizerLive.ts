@@ -55,7 +55,7 @@ export const deterministicLine = (message: Message): string => {
 }
 
 /** The deterministic summariser: `provider: "deterministic"`, `model: "summary-v1"`, no model call. */
-export const makeSummarizerDeterministic = (): SummarizerShape => ({
+export const makeDeterministic = (): SummarizerShape => ({
   summarize: (input) =>
     Effect.sync((): SummaryOutput => ({
       blocks: [{ type: "text", text: input.messages.map(deterministicLine).join("\n") }],
@@ -65,9 +65,9 @@ export const makeSummarizerDeterministic = (): SummarizerShape => ({
 })
 
 /** The deterministic Summarizer layer. */
-export const layerSummarizerDeterministic: Layer.Layer<Summarizer> = Layer.sync(
+export const layerDeterministic: Layer.Layer<Summarizer> = Layer.sync(
   Summarizer,
-  makeSummarizerDeterministic
+  makeDeterministic
 )
 
 // ---------------------------------------------------------------------------------------------
@@ -263,7 +263,7 @@ export const judgeOutput = (
 }
 
 /** The LanguageModel-backed summariser (one streamed call per summary). */
-export const makeSummarizerModel = (
+export const makeModel = (
   options: SummarizerLiveOptions = {}
 ): Effect.Effect<SummarizerShape, never, LanguageModel.LanguageModel> =>
   Effect.map(LanguageModel.LanguageModel, (model): SummarizerShape => ({
@@ -294,7 +294,43 @@ export const makeSummarizerModel = (
   }))
 
 /** The LanguageModel-backed Summarizer layer. */
-export const layerSummarizerModel = (
+export const layerModel = (
   options: SummarizerLiveOptions = {}
 ): Layer.Layer<Summarizer, never, LanguageModel.LanguageModel> =>
-  Layer.effect(Summarizer, makeSummarizerModel(options))
+  Layer.effect(Summarizer, makeModel(options))
+
+/**
+ * `makeDeterministic` under its earlier name.
+ *
+ * @deprecated since 0.3.0: use `SummarizerLive.makeDeterministic`.
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeSummarizerDeterministic = makeDeterministic
+
+/**
+ * `layerDeterministic` under its earlier name.
+ *
+ * @deprecated since 0.3.0: use `SummarizerLive.layerDeterministic`.
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerSummarizerDeterministic = layerDeterministic
+
+/**
+ * `makeModel` under its earlier name.
+ *
+ * @deprecated since 0.3.0: use `SummarizerLive.makeModel`.
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeSummarizerModel = makeModel
+
+/**
+ * `layerModel` under its earlier name.
+ *
+ * @deprecated since 0.3.0: use `SummarizerLive.layerModel`.
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerSummarizerModel = layerModel

@@ -26,10 +26,9 @@ import {
   type SessionShape,
   TraceAppends
 } from "../../services/Session.js"
-import type { SessionStoreShape } from "../../services/SessionStore.js"
+import { type SessionStoreShape, syncAppendOf } from "../../services/SessionStore.js"
 import { isPlan, type SurfaceTracker } from "../../services/SurfaceManager.js"
 import { makeAppendLock } from "./AppendLock.js"
-import { syncAppender } from "../memory/MemoryStore.js"
 import { makeWriteBehind } from "./WriteBehind.js"
 
 /** How appends reach the store. */
@@ -130,7 +129,7 @@ export const makeHandle = (init: HandleInit): Effect.Effect<SessionShape, never,
       })
       : undefined
     // one synchronous step for steps 0–14: a durable handle on a memory store without validators
-    const appendNow = batched === undefined && validators.length === 0 ? syncAppender(store) : undefined
+    const appendNow = batched === undefined && validators.length === 0 ? syncAppendOf(store) : undefined
 
     /** Steps 0 and 2–8 of SPEC §3.1: everything that needs no effect. Returns the prepared event or the error. */
     const prepare = (type: unknown, data: unknown, options: AppendOptions | undefined, time: number) => {

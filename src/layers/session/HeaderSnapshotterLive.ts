@@ -69,7 +69,7 @@ const lossless = (fail: { readonly rule: string; readonly path: string; readonly
   new NotLosslessJson({ rule: fail.rule, seq, path: fail.path, detail: fail.detail })
 
 /** Build the default snapshotter. */
-export const makeHeaderSnapshotter = (_options: HeaderSnapshotterOptions = {}): HeaderSnapshotterShape => {
+export const make = (_options: HeaderSnapshotterOptions = {}): HeaderSnapshotterShape => {
   const decide = Effect.fn("HeaderSnapshotter.decide")(function*(session: SessionShape, plan: ModelRequestPlan) {
     // counts kept by the handle: no copy of the log per model call
     const counts = yield* session.counts
@@ -118,7 +118,16 @@ export const makeHeaderSnapshotter = (_options: HeaderSnapshotterOptions = {}): 
 
 /** The default HeaderSnapshotter layer. */
 export const layerHeaderSnapshotter = (options: HeaderSnapshotterOptions = {}): Layer.Layer<HeaderSnapshotter> =>
-  Layer.succeed(HeaderSnapshotter, makeHeaderSnapshotter(options))
+  Layer.succeed(HeaderSnapshotter, make(options))
 
 /** The default HeaderSnapshotter layer (no options). */
 export const layer: Layer.Layer<HeaderSnapshotter> = layerHeaderSnapshotter()
+
+/**
+ * `make` under its earlier name.
+ *
+ * @deprecated since 0.3.0: use `HeaderSnapshotterLive.make`.
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeHeaderSnapshotter = make

@@ -83,7 +83,7 @@ export type ForkError = PlanError | Exclude<FromSeedError, SessionExists>
  *   yield* session.append("turn/start", { turn: 1 })
  *   return yield* session.events
  * })
- * program.pipe(Effect.scoped, Effect.provide(MemoryStore.layerMemoryStore()), Effect.runPromise)
+ * program.pipe(Effect.scoped, Effect.provide(MemoryStore.layer()), Effect.runPromise)
  * ```
  *
  * @since 0.1.0
@@ -167,7 +167,7 @@ export const fromSeed = (
  *   const session = yield* SessionLive.open("build-4711")
  *   return yield* session.messages
  * })
- * messages.pipe(Effect.scoped, Effect.provide(SqliteStore.layerSqliteStore({ filename: "sessions.db" })), Effect.runPromise)
+ * messages.pipe(Effect.scoped, Effect.provide(SqliteStore.layer({ filename: "sessions.db" })), Effect.runPromise)
  * ```
  *
  * @since 0.1.0

@@ -221,7 +221,7 @@ const materialise = (
     const id = pending.id
     if (Option.isSome(yield* store.findNextSeq(id))) {
       // materialised by another writer meanwhile: the registration is stale
-      store.registered.delete(id)
+      store.registry.materialised(id)
       return yield* new SessionExists({ rule: "J14", sessionId: id })
     }
     // nothing stored yet: the stored next seq is 0
@@ -252,13 +252,13 @@ export const append = (
   return store.lease((conn) => {
     // the `sql` template (and its context copy) only for the first append of a session
     const body = Effect.suspend((): Effect.Effect<boolean, StoreAppendError | SqlError | ParseError> => {
-      const pending = store.registered.get(id)
+      const pending = store.registry.get(id)
       return pending === undefined
         ? advance(store, conn, id, batch, expectedSeq)
         : onConnection(conn, materialise(store, conn, pending, batch, expectedSeq))
     })
     return transaction(conn, store.dialect.beginWrite, body, (materialised) => {
-      if (materialised) store.registered.delete(id)
+      if (materialised) store.registry.materialised(id)
     })
   }).pipe(failures(store, "append"), Effect.asVoid)
 }
@@ -266,45 +266,41 @@ export const append = (
 // ---------------------------------------------------------------------------------------------
 // The other operations
 
-/** Validate and register a header (J13, J14); nothing is written until the first append. */
-export const create = (store: Store, input: unknown) =>
-  Effect.gen(function*() {
-    const header = validateSessionHeader(input)
-    // J13: a rejected create registers nothing
-    if (header instanceof SessionHeaderInvalid) return yield* header
+/** `create`'s check of a valid header: text the database cannot store is refused (J13 happens first). */
+export const checkHeader = (store: Store, header: SessionHeader) =>
+  Effect.suspend(() => {
     for (const key of ["id", "cwd", "parentSession", "agentPreset"] as const) {
       const value = header[key]
-      if (value !== undefined && store.dialect.unstorableText.test(value)) return yield* unrepresentable(store, "create", `header.${key}`)
+      if (value !== undefined && store.dialect.unstorableText.test(value)) return Effect.fail(unrepresentable(store, "create", `header.${key}`))
     }
-    const exists = new SessionExists({ rule: "J14", sessionId: header.id })
-    if (store.registered.has(header.id)) return yield* exists
-    const stored = yield* store.lease((conn) => onConnection(conn, store.findNextSeq(header.id))).pipe(
-      Effect.mapError(queryFailure(store, "create"))
-    )
-    if (Option.isSome(stored) || store.registered.has(header.id)) return yield* exists
-    store.registered.set(header.id, header)
-    return header
+    return Effect.void
   })
+
+/** J14: whether a session row with this id exists. */
+export const isStored = (store: Store, id: string) =>
+  store.lease((conn) => onConnection(conn, store.findNextSeq(id))).pipe(
+    Effect.map(Option.isSome),
+    Effect.mapError(queryFailure(store, "create"))
+  )
 
 /** A cold read in one read transaction (SPEC §7.5 "Load"); never mutates. */
 export const load = (store: Store, id: string) => readSession(store, id, "load")
 
 /** A streamed cold read (`SessionStore.loadEach`): `load` handing each page's events to `sink`. */
 export const loadEach = <E, R>(store: Store, id: string, sink: EventSink<E, R>) =>
-  Effect.map(readSession(store, id, "loadEach", sink), ({ events: _, ...summary }): LoadSummary => summary)
+  Effect.map(readSession(store, id, "loadEach", sink), (read): LoadSummary | undefined => {
+    if (read === undefined) return undefined
+    const { events: _, ...summary } = read
+    return summary
+  })
 
 /** `load` and `loadEach`: with a sink, the events are handed over page by page and not kept. */
 const readSession = <E = never, R = never>(store: Store, id: string, method: string, sink?: EventSink<E, R>) =>
   inTransaction(store, false, (conn) =>
     Effect.gen(function*() {
       const found = yield* store.findSession(id)
-      if (Option.isNone(found)) {
-        const header = store.registered.get(id)
-        if (header === undefined) return yield* notFound(id)
-        if (sink?.onHeader !== undefined) yield* sink.onHeader(header, header.version)
-        const unmaterialised = { header, storedVersion: header.version, events: [], tornTail: undefined, revision: "0", count: 0 }
-        return unmaterialised
-      }
+      // not stored: `SessionStore.make` answers for a registered session, or L11
+      if (Option.isNone(found)) return undefined
       const row = found.value
       // L6: the stored id must be the requested one
       if (row.id !== id) return yield* new SessionNotFound({ rule: "L6", sessionId: id, detail: `stored id is "${row.id}"` })
@@ -323,7 +319,7 @@ const readSession = <E = never, R = never>(store: Store, id: string, method: str
       return result
     })).pipe(failures(store, method))
 
-/** Headers of the stored sessions sorted by (createdAt, id); a row whose header cannot be read is skipped with a warning. */
+/** Headers of the stored sessions; a row whose header cannot be read is skipped with a warning. */
 export const list = (store: Store) =>
   Effect.gen(function*() {
     const rows = yield* store.lease((conn) => onConnection(conn, store.listSessions)).pipe(
@@ -345,7 +341,7 @@ export const list = (store: Store) =>
       }
       headers.push(header)
     }
-    return headers.sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+    return headers
   })
 
 /** Delete the torn tail `load` reported, if the log is still at `revision` and still torn there (L8). */

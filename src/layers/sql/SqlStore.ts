@@ -14,19 +14,13 @@ import type { Event } from "../../schema/Events.js"
 import { checkVocabulary } from "../../schema/Validation.js"
 import { DEFAULT_MAX_EVENT_BYTES, SESSION_FORMAT_VERSION } from "../../schema/Format.js"
 import { prepareBatch } from "../../services/PrepareEvent.js"
-import {
-  appendPrepared,
-  checkFromSeq,
-  readFromLoad,
-  SessionStore,
-  type SessionStoreShape
-} from "../../services/SessionStore.js"
+import { make as makeSessionStore, readPipeline, SessionStore, type SessionStoreShape } from "../../services/SessionStore.js"
 import { prepareDatabase, type SqlDialect, storeFailure } from "./Dialect.js"
 import { makeStore } from "./StoreContext.js"
 import * as Operations from "./Operations.js"
 import { reserveForScope, reservePerOperation, reserveReusing } from "./Transaction.js"
 
-/** Options of the SQL store (one interface for `makeSqlStore` and `layerSqlStore`). */
+/** Options of the SQL store (one interface for `make` and `layer`). */
 export interface SqlStoreOptions {
   /** The database dialect (DDL, ownership check, transactions, driver failures). */
   readonly dialect: SqlDialect
@@ -58,7 +52,7 @@ export interface SqlStoreOptions {
  * (connection settings, ownership check, the schema on a pristine database); the store's
  * connection (or, for a pool, each operation's) is released with the scope.
  */
-export const makeSqlStore = (
+export const make = (
   options: SqlStoreOptions
 ): Effect.Effect<SessionStoreShape, StoreSchemaMismatch | StoreFailure, SqlClient.SqlClient | Scope.Scope> =>
   Effect.gen(function*() {
@@ -73,65 +67,73 @@ export const makeSqlStore = (
       ? yield* reserveReusing(sql, options.keepConnections ?? 0, dialect.alive)
       : reservePerOperation(sql)
     const store = makeStore(sql, dialect, location, lease, layout, options.packChunks !== false)
-    const span = { attributes: { "db.system.name": dialect.name } }
 
-    const load = Effect.fn("SqlStore.load", span)((id: string) => Operations.load(store, id))
-
-    const shape: SessionStoreShape = {
-      create: Effect.fn("SqlStore.create", span)((input: unknown) => Operations.create(store, input)),
-
+    return makeSessionStore({
+      name: "SqlStore",
+      spanAttributes: { "db.system.name": dialect.name },
+      registry: store.registry,
+      ...batchOptions,
+      checkHeader: (header) => Operations.checkHeader(store, header),
+      isStored: (id) => Operations.isStored(store, id),
       // The hot path: untraced (a span costs about a third of a single-event append).
-      append: (id, events, options) =>
-        appendPrepared(events, options, batchOptions, (checked, expectedSeq) => Operations.append(store, id, checked, expectedSeq)),
-
-      load,
-
-      loadEach: (id, sink) => Operations.loadEach(store, id, sink).pipe(Effect.withSpan("SqlStore.loadEach", span)),
-
+      appendBatch: (id, batch, expectedSeq) => Operations.append(store, id, batch, expectedSeq),
+      load: (id) => Operations.load(store, id),
+      loadEach: (id, sink) => Operations.loadEach(store, id, sink),
       // The suffix of the whole read (§7.1): the rows below fromSeq are classified too (a defect
       // there means a torn tail or L2, never a suffix read past it). K7 checks the returned suffix
       // (SPEC §8.2 "seek reads"); a log of another version takes the sequential pipeline.
-      readFrom: Effect.fn("SqlStore.readFrom", span)(function*(id: string, fromSeq: number) {
-        const bad = checkFromSeq(fromSeq)
-        if (bad !== undefined) return yield* bad
-        const loaded = yield* load(id)
-        if (loaded.storedVersion !== SESSION_FORMAT_VERSION) {
-          return yield* readFromLoad(() => Effect.succeed(loaded))(id, fromSeq)
-        }
-        // a version-1 load of this store yields envelopes (rowToEvents) only
-        const suffix = loaded.events.slice(fromSeq) as ReadonlyArray<Event>
-        for (const e of suffix) {
-          const unknown = checkVocabulary(e.type, e.ignorable, e.seq, "K7")
-          if (unknown !== undefined) return yield* unknown
-        }
-        return suffix
-      }),
-
-      list: Effect.fn("SqlStore.list", span)(() => Operations.list(store)),
-
-      truncateTornTail: Effect.fn("SqlStore.truncateTornTail", span)((id, tornTail, { revision }) =>
-        Operations.truncateTornTail(store, id, tornTail, revision)
-      ),
-
-      replaceLog: Effect.fn("SqlStore.replaceLog", span)(function*(id, header, events, { backup, revision }) {
-        const checked = prepareBatch(events, 0, options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES)
-        if ("_tag" in checked) {
-          return yield* new StoreCorrupt({
-            rule: "L9",
-            location,
-            detail: "the replacement events fail the batch pre-checks",
-            cause: checked
-          })
-        }
-        const takenAt = yield* Clock.currentTimeMillis
-        yield* Operations.replaceLog(store, id, header, checked, { revision, backup, takenAt })
-      })
-    }
-    return shape
+      suffix: (loaded, fromSeq) =>
+        Effect.gen(function*() {
+          if (loaded.storedVersion !== SESSION_FORMAT_VERSION) {
+            return (yield* readPipeline(loaded)).events.slice(fromSeq)
+          }
+          // a version-1 load of this store yields envelopes (rowToEvents) only
+          const suffix = loaded.events.slice(fromSeq) as ReadonlyArray<Event>
+          for (const e of suffix) {
+            const unknown = checkVocabulary(e.type, e.ignorable, e.seq, "K7")
+            if (unknown !== undefined) return yield* unknown
+          }
+          return suffix
+        }),
+      list: () => Operations.list(store),
+      truncateTornTail: (id, tornTail, { revision }) => Operations.truncateTornTail(store, id, tornTail, revision),
+      replaceLog: (id, header, events, { backup, revision }) =>
+        Effect.gen(function*() {
+          const checked = prepareBatch(events, 0, options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES)
+          if ("_tag" in checked) {
+            return yield* new StoreCorrupt({
+              rule: "L9",
+              location,
+              detail: "the replacement events fail the batch pre-checks",
+              cause: checked
+            })
+          }
+          const takenAt = yield* Clock.currentTimeMillis
+          yield* Operations.replaceLog(store, id, header, checked, { revision, backup, takenAt })
+        })
+    })
   })
 
 /** The SQL store as a layer over the `SqlClient` in context; bind it to a const (each build is its own store). */
-export const layerSqlStore = (
+export const layer = (
   options: SqlStoreOptions
 ): Layer.Layer<SessionStore, StoreSchemaMismatch | StoreFailure, SqlClient.SqlClient> =>
-  Layer.scoped(SessionStore, makeSqlStore(options))
+  Layer.scoped(SessionStore, make(options))
+
+/**
+ * `make` under its earlier name.
+ *
+ * @deprecated since 0.3.0: use `SqlStore.make`.
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeSqlStore = make
+
+/**
+ * `layer` under its earlier name.
+ *
+ * @deprecated since 0.3.0: use `SqlStore.layer`.
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerSqlStore = layer

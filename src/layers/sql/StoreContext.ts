@@ -15,6 +15,7 @@ import type { ParseError } from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { StoreCorrupt, StoreFailure } from "../../schema/Errors.js"
 import type { SessionHeader } from "../../schema/SessionHeader.js"
+import { makeRegistry, type Registry } from "../../services/SessionStore.js"
 import { type SqlDialect, storeFailure } from "./Dialect.js"
 import { EVENT_INSERT_COLUMNS, EVENT_SELECT_COLUMNS, EVENT_TABLE, type RowLayout } from "./EventRows.js"
 import { NextSeqRow, SESSION_SELECT_COLUMNS, SessionRow } from "./SessionRows.js"
@@ -85,7 +86,7 @@ export interface Store {
     params: ReadonlyArray<unknown>
   ) => Effect.Effect<ReadonlyArray<unknown>, SqlError>
   /** Sessions registered in this store instance and not yet materialised by it. */
-  readonly registered: Map<string, SessionHeader>
+  readonly registry: Registry
   readonly findSession: (id: string) => Query<Option.Option<SessionRow>>
   /** `findSession` in a write transaction: the row stays locked until COMMIT (`SqlDialect.lockSessionRow`). */
   readonly lockSession: (id: string) => Query<Option.Option<SessionRow>>
@@ -127,7 +128,7 @@ export const makeStore = (
   pack,
   statements: compileStatements(sql, layout),
   ...runners(dialect),
-  registered: new Map(),
+  registry: makeRegistry(),
   findSession: SqlSchema.findOne({
     Request: Schema.String,
     Result: SessionRow,

@@ -7,7 +7,7 @@
  */
 import * as Effect from "effect/Effect"
 import { SessionExists, StoreFailure } from "../../schema/Errors.js"
-import { makeMemoryStore } from "../../layers/memory/MemoryStore.js"
+import { make as makeMemoryStore } from "../../layers/memory/MemoryStore.js"
 import type { SessionStoreShape } from "../../services/SessionStore.js"
 
 /**

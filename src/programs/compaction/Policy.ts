@@ -278,7 +278,7 @@ const pressureOf = (session: SessionShape, header: RequestHeader | undefined, es
  *   // when the provider still reports an overflow: compact everything and retry once
  *   overflow: Compact.onOverflow({ maxOverflowRetries: 1 })
  * })
- * // loop.runTurn(...) also needs a Summarizer now (e.g. SummarizerLive.layerSummarizerDeterministic)
+ * // loop.runTurn(...) also needs a Summarizer now (e.g. SummarizerLive.layerDeterministic)
  * ```
  *
  * @since 0.1.0

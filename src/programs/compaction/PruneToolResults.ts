@@ -199,7 +199,7 @@ export interface PruneOptions {
  *
  * program.pipe(
  *   Effect.provide(SessionLive.layerOpen("s1")),
- *   Effect.provide(SqliteStore.layerSqliteStore({ filename: "./sessions.db" })),
+ *   Effect.provide(SqliteStore.layer({ filename: "./sessions.db" })),
  *   Effect.runPromise
  * )
  * ```

@@ -319,8 +319,8 @@ const failureEnd = (run: Run, cause: Cause.Cause<unknown>): Effect.Effect<void> 
  *
  * program.pipe(
  *   Effect.provide(SessionLive.layerOpen("s1")),
- *   Effect.provide(SummarizerLive.layerSummarizerDeterministic),
- *   Effect.provide(SqliteStore.layerSqliteStore({ filename: "./sessions.db" })),
+ *   Effect.provide(SummarizerLive.layerDeterministic),
+ *   Effect.provide(SqliteStore.layer({ filename: "./sessions.db" })),
  *   Effect.runPromise
  * )
  * ```

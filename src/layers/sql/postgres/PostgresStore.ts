@@ -3,7 +3,7 @@
  * writers on many machines. Owns the PostgreSQL dialect (its schema and ownership check, S10, are
  * in Schema.ts): READ COMMITTED writes whose row locks and unique keys decide between
  * writers, REPEATABLE READ loads, hot statements kept prepared per connection, SQLSTATEs told
- * apart; and the client (BIGINT read as numbers, the durability check) behind `makePostgresStore`.
+ * apart; and the client (BIGINT read as numbers, the durability check) behind `make`.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
@@ -22,7 +22,7 @@ import { makeSqlStore } from "../SqlStore.js"
 
 export { APPLICATION, CANONICAL_SCHEMA, SCHEMA_VERSION } from "./Schema.js"
 
-/** Options of the PostgreSQL store (one interface for `makePostgresStore` and `layerPostgresStore`). */
+/** Options of the PostgreSQL store (one interface for `make` and `layer`). */
 export interface PostgresStoreOptions {
   /**
    * `postgres://user@host:port/database` (or `postgresql://`). Query parameters go to the driver
@@ -310,7 +310,7 @@ export const hasSchema = (options: PostgresStoreOptions): Effect.Effect<boolean,
  * Build a PostgreSQL store on `options.url`; connects and checks the database now (SPEC §7.6: the
  * schema on an empty one, S10 on a foreign one). The pool closes with the scope.
  */
-export const makePostgresStore = (
+export const make = (
   options: PostgresStoreOptions
 ): Effect.Effect<SessionStoreShape, StoreSchemaMismatch | StoreFailure, Scope.Scope> =>
   Effect.gen(function*() {
@@ -333,13 +333,31 @@ export const makePostgresStore = (
  * ```ts
  * import { PostgresStore } from "effect-session-log"
  *
- * const store = PostgresStore.layerPostgresStore({ url: "postgres://agent@db.internal:5432/sessions" })
+ * const store = PostgresStore.layer({ url: "postgres://agent@db.internal:5432/sessions" })
  * ```
  *
  * @since 0.1.0
  * @category layers
  */
-export const layerPostgresStore = (
+export const layer = (
   options: PostgresStoreOptions
 ): Layer.Layer<SessionStore, StoreSchemaMismatch | StoreFailure> =>
-  Layer.scoped(SessionStore, makePostgresStore(options))
+  Layer.scoped(SessionStore, make(options))
+
+/**
+ * `make` under its earlier name.
+ *
+ * @deprecated since 0.3.0: use `PostgresStore.make`.
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makePostgresStore = make
+
+/**
+ * `layer` under its earlier name.
+ *
+ * @deprecated since 0.3.0: use `PostgresStore.layer`.
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerPostgresStore = layer

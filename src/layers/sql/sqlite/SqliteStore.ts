@@ -20,7 +20,7 @@ import { changedUnderneath, type OpenTarget, sqliteClient } from "./Open.js"
 export { sqliteDialect } from "./Dialect.js"
 export { APPLICATION_ID, CANONICAL_SCHEMA, CANONICAL_SCHEMA_V1, SCHEMA_VERSION } from "./Schema.js"
 
-/** Options of the SQLite store (one interface for `makeSqliteStore` and `layerSqliteStore`). */
+/** Options of the SQLite store (one interface for `make` and `layer`). */
 export interface SqliteStoreOptions extends SqliteDialectOptions {
   readonly maxEventBytes?: number
   /**
@@ -115,7 +115,7 @@ export const openDatabase = (
  * @since 0.1.0
  * @category constructors
  */
-export const makeSqliteStore = (
+export const make = (
   options: SqliteStoreOptions
 ): Effect.Effect<SessionStoreShape, StoreSchemaMismatch | StoreCorrupt | StoreFailure, Scope.Scope> =>
   Effect.gen(function*() {
@@ -139,13 +139,31 @@ export const makeSqliteStore = (
  * ```ts
  * import { SqliteStore } from "effect-session-log"
  *
- * const store = SqliteStore.layerSqliteStore({ filename: "./sessions.db" })
+ * const store = SqliteStore.layer({ filename: "./sessions.db" })
  * ```
  *
  * @since 0.1.0
  * @category layers
  */
-export const layerSqliteStore = (
+export const layer = (
   options: SqliteStoreOptions
 ): Layer.Layer<SessionStore, StoreSchemaMismatch | StoreCorrupt | StoreFailure> =>
-  Layer.scoped(SessionStore, makeSqliteStore(options))
+  Layer.scoped(SessionStore, make(options))
+
+/**
+ * `make` under its earlier name.
+ *
+ * @deprecated since 0.3.0: use `SqliteStore.make`.
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeSqliteStore = make
+
+/**
+ * `layer` under its earlier name.
+ *
+ * @deprecated since 0.3.0: use `SqliteStore.layer`.
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerSqliteStore = layer
