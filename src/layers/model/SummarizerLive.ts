@@ -1,6 +1,7 @@
 /**
  * Summarizer implementations (SPEC §9.5): a LanguageModel-backed layer that streams one
- * summarisation call through `@effect/ai` and enforces the P7 failure cases, and the
+ * summarisation call through `@effect/ai`, folds its parts as the agent loop does (`ResponseChunks`:
+ * chunks, then content, usage and finish) and enforces the P7 failure cases, and the
  * deterministic layer used by tests and the demo (no model call, exact text output).
  */
 import * as LanguageModel from "@effect/ai/LanguageModel"
@@ -12,7 +13,7 @@ import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { CompactionRejected } from "../../schema/Errors.js"
-import type { ContentBlock, Message, TextBlock, TokenUsage } from "../../schema/Messages.js"
+import type { ContentBlock, Message, TextBlock } from "../../schema/Messages.js"
 import type { ToolSpec } from "../../schema/RequestHeader.js"
 import { isRecord } from "../../schema/Validation.js"
 import {
@@ -24,6 +25,7 @@ import {
   type SummaryRoute
 } from "../../services/Summarizer.js"
 import { requestToPrompt } from "../../services/PromptConversion.js"
+import { assembleChunks, type Chunk, ChunkTranslator } from "../../services/ResponseChunks.js"
 
 type Rec = Record<string, unknown>
 
@@ -150,51 +152,32 @@ const toToolkit = (tools: ReadonlyArray<ToolSpec>): Toolkit.WithHandler<Record<s
   } as unknown as Toolkit.WithHandler<Record<string, Tool.Any>>
 }
 
+/**
+ * One summarisation stream folded the way the agent loop folds a model call (`ResponseChunks`):
+ * its parts translated to chunks, which `assembleChunks` turns into content, usage and finish.
+ * Besides, what the chunk vocabulary has no place for: attachments returned (an image is P7) and
+ * an error part.
+ */
 interface Folded {
-  readonly blocks: Array<Rec>
-  readonly open: Map<string, Rec>
-  finish: Response.FinishPart | undefined
+  readonly translator: ChunkTranslator
+  readonly chunks: Array<Chunk>
+  readonly attachments: Array<Rec>
+  rawFinish: Response.FinishReason | undefined
   error: unknown
   sawError: boolean
 }
 
 const foldPart = (state: Folded, part: Response.StreamPart<Record<string, Tool.Any>>): Folded => {
+  for (const chunk of state.translator.translate(part)) state.chunks.push(chunk)
   switch (part.type) {
-    case "text-start":
-    case "reasoning-start": {
-      const block: Rec = { type: part.type === "text-start" ? "text" : "reasoning", text: "" }
-      state.blocks.push(block)
-      state.open.set(`${part.type === "text-start" ? "t" : "r"}:${part.id}`, block)
-      break
-    }
-    case "text-delta":
-    case "reasoning-delta": {
-      const kind = part.type === "text-delta" ? "t" : "r"
-      let block = state.open.get(`${kind}:${part.id}`)
-      if (block === undefined) {
-        block = { type: kind === "t" ? "text" : "reasoning", text: "" }
-        state.blocks.push(block)
-        state.open.set(`${kind}:${part.id}`, block)
-      }
-      block.text = `${block.text as string}${part.delta}`
-      break
-    }
-    case "tool-call":
-      state.blocks.push({
-        type: "tool-call",
-        id: part.id,
-        name: part.name,
-        arguments: JSON.stringify(part.params) ?? "null"
-      })
-      break
     case "file":
-      state.blocks.push({
+      state.attachments.push({
         type: part.mediaType.startsWith("image/") ? "image" : "file",
         attachment: { mediaType: part.mediaType, byteSize: part.data.byteLength }
       })
       break
     case "finish":
-      state.finish = part
+      state.rawFinish = part.reason
       break
     case "error":
       state.sawError = true
@@ -204,57 +187,41 @@ const foldPart = (state: Folded, part: Response.StreamPart<Record<string, Tool.A
   return state
 }
 
+const emptyFold = (): Folded => ({
+  translator: new ChunkTranslator(),
+  chunks: [],
+  attachments: [],
+  rawFinish: undefined,
+  error: undefined,
+  sawError: false
+})
+
 const errorText = (e: unknown): string =>
   e instanceof Error ? e.message : isRecord(e) && typeof e.message === "string" ? e.message : String(e)
 
-const toUsage = (u: Response.Usage): TokenUsage | undefined => {
-  if (u.inputTokens === undefined && u.outputTokens === undefined) return undefined
-  const cached = u.cachedInputTokens
-  const usage: {
-    inputTokens: number
-    outputTokens: number
-    cacheReadTokens?: number
-    reasoningTokens?: number
-  } = {
-    inputTokens: Math.max(0, (u.inputTokens ?? 0) - (cached ?? 0)),
-    outputTokens: u.outputTokens ?? 0
-  }
-  if (cached !== undefined) usage.cacheReadTokens = cached
-  if (u.reasoningTokens !== undefined) usage.reasoningTokens = u.reasoningTokens
-  return usage
-}
-
 /** Judge a finished stream (SPEC §9.5 outcome rules); pure. */
-export const judgeOutput = (
-  request: SummaryRequest,
-  folded: {
-    readonly blocks: ReadonlyArray<Rec>
-    readonly finish: Response.FinishPart | undefined
-    readonly sawError: boolean
-    readonly error: unknown
-  }
-): SummaryOutput | CompactionRejected => {
+export const judgeOutput = (request: SummaryRequest, folded: Folded): SummaryOutput | CompactionRejected => {
   if (folded.sawError) return p7(`summariser stream reported an error: ${errorText(folded.error)}`)
-  const finish = folded.finish
-  if (finish === undefined) return p7("summariser stream ended without a finish")
-  switch (finish.reason) {
+  const reason = folded.rawFinish
+  if (reason === undefined) return p7("summariser stream ended without a finish")
+  switch (reason) {
     case "error":
       return p7("summariser finished with an error")
     case "length":
       return p7("summariser hit max-tokens (incomplete summary)")
     case "content-filter":
     case "pause":
-      return p7(`summariser was aborted (${finish.reason})`)
+      return p7(`summariser was aborted (${reason})`)
   }
-  if (folded.blocks.some((b) => b.type === "image")) return p7("summariser returned an image block")
+  if (folded.attachments.some((b) => b.type === "image")) return p7("summariser returned an image block")
+  const assembled = assembleChunks(folded.chunks as unknown as ReadonlyArray<Rec>)
   const kept: Array<TextBlock> = []
-  for (const b of folded.blocks) if (b.type === "text") kept.push({ type: "text", text: b.text as string })
+  for (const b of assembled.content) if (b.type === "text") kept.push({ type: "text", text: b.text as string })
   if (kept.every((b) => b.text.trim().length === 0)) return p7("summariser returned no text")
-  const usage = toUsage(finish.usage)
   return {
     blocks: kept,
-    ...(usage === undefined ? {} : { usage }),
-    rawOutput: folded.blocks as unknown as ReadonlyArray<ContentBlock>,
+    ...(assembled.usage === undefined ? {} : { usage: assembled.usage }),
+    rawOutput: [...assembled.content, ...(folded.attachments as unknown as ReadonlyArray<ContentBlock>)],
     provider: request.provider,
     model: request.model,
     maxTokens: request.maxTokens,
@@ -276,11 +243,8 @@ export const makeModel = (
       const stream = toolkit === undefined
         ? model.streamText({ prompt })
         : model.streamText({ prompt, toolkit, toolChoice: "none", disableToolCallResolution: true })
-      const run = Stream.runFold(
-        stream,
-        { blocks: [], open: new Map(), finish: undefined, error: undefined, sawError: false } as Folded,
-        foldPart
-      )
+      // a fresh fold for each run of the stream (a retry that `configure` adds included)
+      const run = Effect.suspend(() => Stream.runFold(stream, emptyFold(), foldPart))
       const configured = options.configure === undefined
         ? run
         : options.configure({ provider: request.provider, model: request.model, maxTokens: request.maxTokens })(run)
