@@ -21,7 +21,7 @@ import type { SessionHeader } from "../schema/SessionHeader.js"
 import { checkEnvelope, checkLegacy, checkRecordKind, checkTypeShape, isRecord, notLossless } from "../schema/Validation.js"
 import { Invariants } from "./Invariants.js"
 import type { PreCommitValidator, ValidatorFactory } from "./Session.js"
-import { applyPlan, isPlan, planSurface, SurfaceTracker } from "./SurfaceManager.js"
+import { applyPlan, current, isPlan, planSurface, type SurfaceTracker } from "./SurfaceManager.js"
 
 /** Errors of seed validation. */
 export type SeedError = ValidationError | InvariantViolation
@@ -87,7 +87,7 @@ export const validateSeed = (
     const validators = options.validators ?? []
     const coldRead = options.coldRead === true
     const events: Array<Event> = options.continueFrom?.events ?? []
-    const tracker = options.continueFrom?.tracker ?? new SurfaceTracker(events)
+    const tracker = options.continueFrom?.tracker ?? (yield* current).track(events)
     const base = events.length
     const length = seed.length
     for (let k = 0; k < length; k++) {

@@ -2,9 +2,15 @@
  * The surface (SPEC §4): the ordered seqs of the events that currently project to model
  * messages. Owns the incremental tracker (validate-before-commit plans, O(new events) catch-up,
  * `replaceGeneration`), the pure full fold with replacement history, and message derivation.
- * The "SurfaceManager" of SPEC §4.1 is the `SurfaceTracker` each open session holds (read through
- * `Session.surface`); the surface is normative, so it is pure code here rather than a swappable Tag.
+ * The `SurfaceManager` service of SPEC §4.1 hands each session its tracker and folds whole logs;
+ * its default (`live`, `layer`) is this pure code, used by the session layers when none is
+ * provided, so no user has to. A replacement must keep the rules of §4 (an instrumented or cached
+ * surface, say): the surface is normative.
  */
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import {
   ProvenanceInvalid,
   ReplaceRangeInvalid,
@@ -324,3 +330,62 @@ export class SurfaceTracker {
     return this.generation
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The service
+
+/**
+ * The surface as a service (SPEC §4.1): the tracker each open session plans and folds its
+ * surface through, the whole-log fold with replacement history, and message derivation.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface SurfaceManagerShape {
+  /** The incremental surface over a live log that only grows (one per open session, §4.3–§4.4). */
+  readonly track: (log: ReadonlyArray<Event>, baseSeq?: number) => SurfaceTracker
+  /** The surface of a whole log, with each replacement's history (§4.2). */
+  readonly fold: typeof foldSurface
+  /** The messages of a log's surface (§4.5). */
+  readonly messages: typeof deriveMessages
+}
+
+/**
+ * The SurfaceManager service. Providing it is optional: the session layers use `live` when the
+ * context has none.
+ *
+ * @since 0.3.0
+ * @category tags
+ */
+export class SurfaceManager extends Context.Tag("effect-session-log/SurfaceManager")<SurfaceManager, SurfaceManagerShape>() {}
+
+/**
+ * The surface of SPEC §4 as written in this module.
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const live: SurfaceManagerShape = {
+  track: (log, baseSeq) => new SurfaceTracker(log, baseSeq),
+  fold: foldSurface,
+  messages: deriveMessages
+}
+
+/**
+ * The default SurfaceManager layer (`live`).
+ *
+ * @since 0.3.0
+ * @category layers
+ */
+export const layer: Layer.Layer<SurfaceManager> = Layer.succeed(SurfaceManager, live)
+
+/**
+ * The SurfaceManager of the context, or `live` when none is provided (needs nothing).
+ *
+ * @since 0.3.0
+ * @category accessors
+ */
+export const current: Effect.Effect<SurfaceManagerShape> = Effect.map(
+  Effect.serviceOption(SurfaceManager),
+  Option.getOrElse(() => live)
+)

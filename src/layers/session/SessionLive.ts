@@ -22,7 +22,7 @@ import { repairLoaded } from "../../services/Resume.js"
 import { instantiateValidators, type SeedError, validateSeed, withEndSeed } from "../../services/Seed.js"
 import { type AppendError, Session, type SessionShape, type ValidatorFactory } from "../../services/Session.js"
 import { type ReadError, SessionStore } from "../../services/SessionStore.js"
-import { SurfaceTracker } from "../../services/SurfaceManager.js"
+import * as SurfaceManager from "../../services/SurfaceManager.js"
 import { makeHandle, type PersistenceOptions } from "./Handle.js"
 
 /** How appends reach the store (re-exported from the handle module). */
@@ -108,7 +108,7 @@ export const create = (
       store,
       header,
       events,
-      tracker: new SurfaceTracker(events),
+      tracker: (yield* SurfaceManager.current).track(events),
       firstLiveSeq: 0,
       validators,
       maxEventBytes: options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES,
