@@ -1,19 +1,50 @@
 /**
  * effect-session-log: an Effect-native, event-sourced session log for LLM agents.
- * Modules are re-exported as namespaces.
+ * Modules are re-exported as namespaces. The API is what `npm run docs` documents (docgen.json);
+ * the namespaces marked deprecated below are internals, exported for one more release.
  */
 export * as Errors from "./schema/Errors.js"
+/**
+ * Internal (the event line codec of the stores): not part of the API.
+ *
+ * @deprecated since 0.2.0: no longer exported from 0.3.0.
+ */
 export * as EventCodec from "./schema/EventCodec.js"
 export * as Events from "./schema/Events.js"
 export * as Format from "./schema/Format.js"
+/**
+ * Internal (the frozen reader of version-0 logs): not part of the API.
+ *
+ * @deprecated since 0.2.0: no longer exported from 0.3.0.
+ */
 export * as FormatV0 from "./schema/FormatV0.js"
+/**
+ * Internal (unused): not part of the API.
+ *
+ * @deprecated since 0.2.0: no longer exported from 0.3.0.
+ */
 export * as Ids from "./schema/Ids.js"
 export * as Json from "./schema/Json.js"
 export * as Messages from "./schema/Messages.js"
+/**
+ * Internal (the packed-row layout of the stores): not part of the API.
+ *
+ * @deprecated since 0.2.0: no longer exported from 0.3.0.
+ */
 export * as PackedChunks from "./schema/PackedChunks.js"
 export * as RequestHeader from "./schema/RequestHeader.js"
 export * as SessionHeader from "./schema/SessionHeader.js"
+/**
+ * Internal (the file-name encoding of the JSONL store): not part of the API.
+ *
+ * @deprecated since 0.2.0: no longer exported from 0.3.0.
+ */
 export * as SessionIdEncoding from "./schema/SessionIdEncoding.js"
+/**
+ * Internal (the rule checks behind `Session.append` and the stores): not part of the API.
+ *
+ * @deprecated since 0.2.0: no longer exported from 0.3.0.
+ */
 export * as Validation from "./schema/Validation.js"
 export * as Fork from "./services/Fork.js"
 export * as HeaderSnapshotter from "./services/HeaderSnapshotter.js"

@@ -4,6 +4,8 @@
  * atomically through `SessionStore.replaceLog`, which keeps the original as a backup. A session
  * that fails is reported and left unchanged; a current session is reported as current. A rewrite
  * never drops the complete lines of a torn tail unless asked (`dropTornTail`; L3).
+ *
+ * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
 import { type SessionLogError, TornTailRefused } from "../schema/Errors.js"
@@ -12,7 +14,12 @@ import { validateSeed } from "../services/Seed.js"
 import { type LoadResult, readPipeline, SessionStore } from "../services/SessionStore.js"
 import { type ErrorReport, errorReport } from "./Verify.js"
 
-/** The outcome for one session. */
+/**
+ * The outcome for one session.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface MigrateReport {
   readonly id: string
   readonly status: "upgraded" | "current" | "failed"
@@ -20,13 +27,23 @@ export interface MigrateReport {
   readonly error?: ErrorReport
 }
 
-/** The backup reason recorded by `replaceLog` for an upgrade. */
+/**
+ * The backup reason recorded by `replaceLog` for an upgrade.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const BACKUP_REASON = "v0"
 
 const failed = (id: string) => (e: SessionLogError): Effect.Effect<MigrateReport> =>
   Effect.succeed({ id, status: "failed", error: errorReport(e) })
 
-/** Options of `migrateSession` and `migrateStore`. */
+/**
+ * Options of `migrateSession` and `migrateStore`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface MigrateOptions {
   /**
    * Accept dropping the complete lines of a torn tail (L3) with the rewrite. Without it such a
@@ -54,7 +71,12 @@ const tornTailLoss = (id: string, loaded: LoadResult, options: MigrateOptions): 
   })
 }
 
-/** Upgrade one stored session to the current format (idempotent). */
+/**
+ * Upgrade one stored session to the current format (idempotent).
+ *
+ * @since 0.1.0
+ * @category accessors
+ */
 export const migrateSession = Effect.fn("Migrate.migrateSession")(function*(id: string, options: MigrateOptions = {}) {
   const store = yield* SessionStore
   return yield* Effect.gen(function*() {
@@ -70,7 +92,12 @@ export const migrateSession = Effect.fn("Migrate.migrateSession")(function*(id: 
   }).pipe(Effect.catchAll(failed(id)))
 })
 
-/** Upgrade every materialised session of the store; one report per session, in `list` order. */
+/**
+ * Upgrade every materialised session of the store; one report per session, in `list` order.
+ *
+ * @since 0.1.0
+ * @category accessors
+ */
 export const migrateStore = Effect.fn("Migrate.migrateStore")(function*(options: MigrateOptions = {}) {
   const store = yield* SessionStore
   const headers = yield* store.list()

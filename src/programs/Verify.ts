@@ -2,6 +2,8 @@
  * Verification of stored sessions (SPEC §12): a cold read through the read pipeline, the stored
  * events validated as a seed, and a report of either the kept event count and surface or the
  * first rejection (L9 unwrapped to its innermost rule error). Reading never writes (L8).
+ *
+ * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
 import { type SessionLogError, StoreCorrupt } from "../schema/Errors.js"
@@ -17,7 +19,12 @@ import {
   type TornTail
 } from "../services/SessionStore.js"
 
-/** The first rejection, as printed by `verify --json`. */
+/**
+ * The first rejection, as printed by `verify --json`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ErrorReport {
   readonly _tag: string
   readonly rule: string | null
@@ -25,7 +32,12 @@ export interface ErrorReport {
   readonly message: string
 }
 
-/** A verification result. */
+/**
+ * A verification result.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type VerifyReport =
   | {
     readonly ok: true
@@ -36,7 +48,12 @@ export type VerifyReport =
   }
   | { readonly ok: false; readonly error: ErrorReport }
 
-/** A torn tail as `verify --json` reports it: where it starts and, from JSONL, what it holds. */
+/**
+ * A torn tail as `verify --json` reports it: where it starts and, from JSONL, what it holds.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface TornTailReport {
   readonly fromSeq: number
   readonly reason: TornTail["reason"]
@@ -54,7 +71,12 @@ const tornTailReport = (loaded: Pick<LoadResult, "tornTail" | "tornTailExtent">)
     ...loaded.tornTailExtent
   }
 
-/** Unwrap L9 corruption to the rule error that caused it. */
+/**
+ * Unwrap L9 corruption to the rule error that caused it.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const innermost = (e: SessionLogError): SessionLogError => {
   let cur: SessionLogError = e
   while (cur instanceof StoreCorrupt && cur.rule === "L9" && typeof cur.cause === "object" && cur.cause !== null &&
@@ -64,7 +86,12 @@ export const innermost = (e: SessionLogError): SessionLogError => {
   return cur
 }
 
-/** The `{_tag, rule, seq, message}` report of an error (L9 unwrapped). */
+/**
+ * The `{_tag, rule, seq, message}` report of an error (L9 unwrapped).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const errorReport = (error: SessionLogError): ErrorReport => {
   const e = innermost(error)
   const rule = "rule" in e && typeof e.rule === "string" ? e.rule : null
@@ -72,7 +99,12 @@ export const errorReport = (error: SessionLogError): ErrorReport => {
   return { _tag: e._tag, rule, seq, message: e.message }
 }
 
-/** Validate a loaded session: read pipeline, then the stored events as a seed. */
+/**
+ * Validate a loaded session: read pipeline, then the stored events as a seed.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const verifyLoaded = (loaded: LoadResult): Effect.Effect<VerifyReport> =>
   Effect.gen(function*() {
     const { events } = yield* readPipeline(loaded)
@@ -88,6 +120,9 @@ export const verifyLoaded = (loaded: LoadResult): Effect.Effect<VerifyReport> =>
  * Verify a session read through `read` (a store's `loadEach`, or a file's) without holding its
  * log: the streamed read pipeline and seed validation (`ReadEach`); `reload` reads the whole log
  * for the version-0 edge. A failed read is reported like any rejection.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const verifyEach = <E extends { readonly _tag: string }, R>(
   read: (sink: EventSink) => Effect.Effect<LoadSummary, LoadError | E, R>,
@@ -102,7 +137,12 @@ export const verifyEach = <E extends { readonly _tag: string }, R>(
     Effect.withSpan("Verify.verifyEach")
   )
 
-/** Verify one stored session, streamed (memory bounded by the surface, not the log). */
+/**
+ * Verify one stored session, streamed (memory bounded by the surface, not the log).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const verifySession = (id: string): Effect.Effect<VerifyReport, never, SessionStore> =>
   Effect.flatMap(SessionStore, (store) => verifyEach((sink) => store.loadEach(id, sink), store.load(id))).pipe(
     Effect.withSpan("Verify.verifySession", { attributes: { sessionId: id } })

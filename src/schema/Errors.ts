@@ -2,6 +2,8 @@
  * The fixed error catalogue (README "Errors"). Every rejection is one of these tagged errors and
  * carries the SPEC rule id that fired (`rule`) and, where one exists, the offending `seq`
  * (for a seed or a loaded log: the index). Errors carry data; `message` renders it for people.
+ *
+ * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
 
@@ -12,7 +14,12 @@ const OptDetail = Schema.optional(Schema.String)
 const at = (seq: number | undefined): string => (seq === undefined ? "" : ` at seq ${seq}`)
 const tail = (detail: string | undefined): string => (detail === undefined ? "" : `: ${detail}`)
 
-/** A value is not lossless JSON (A1–A9, B8). */
+/**
+ * A value is not lossless JSON (A1–A9, B8).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class NotLosslessJson extends Schema.TaggedError<NotLosslessJson>()("NotLosslessJson", {
   rule: Rule,
   seq: OptSeq,
@@ -24,7 +31,12 @@ export class NotLosslessJson extends Schema.TaggedError<NotLosslessJson>()("NotL
   }
 }
 
-/** The event envelope is malformed (B1–B6, B10). */
+/**
+ * The event envelope is malformed (B1–B6, B10).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class InvalidEnvelope extends Schema.TaggedError<InvalidEnvelope>()("InvalidEnvelope", {
   rule: Rule,
   seq: OptSeq,
@@ -36,7 +48,12 @@ export class InvalidEnvelope extends Schema.TaggedError<InvalidEnvelope>()("Inva
   }
 }
 
-/** A seq is not where contiguity requires it (C1–C3, L10). */
+/**
+ * A seq is not where contiguity requires it (C1–C3, L10).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class SeqNotContiguous extends Schema.TaggedError<SeqNotContiguous>()("SeqNotContiguous", {
   rule: Rule,
   seq: OptSeq,
@@ -51,7 +68,12 @@ export class SeqNotContiguous extends Schema.TaggedError<SeqNotContiguous>()("Se
   }
 }
 
-/** A surface marker is missing, forbidden or malformed (D1–D6). */
+/**
+ * A surface marker is missing, forbidden or malformed (D1–D6).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class SurfaceMarkerInvalid extends Schema.TaggedError<SurfaceMarkerInvalid>()("SurfaceMarkerInvalid", {
   rule: Rule,
   seq: OptSeq,
@@ -63,7 +85,12 @@ export class SurfaceMarkerInvalid extends Schema.TaggedError<SurfaceMarkerInvali
   }
 }
 
-/** `sourceEventSeqs` is malformed (E1–E6). */
+/**
+ * `sourceEventSeqs` is malformed (E1–E6).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class ProvenanceInvalid extends Schema.TaggedError<ProvenanceInvalid>()("ProvenanceInvalid", {
   rule: Rule,
   seq: OptSeq,
@@ -74,7 +101,12 @@ export class ProvenanceInvalid extends Schema.TaggedError<ProvenanceInvalid>()("
   }
 }
 
-/** A replace range does not name a valid span of the current surface (F1–F4). */
+/**
+ * A replace range does not name a valid span of the current surface (F1–F4).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class ReplaceRangeInvalid extends Schema.TaggedError<ReplaceRangeInvalid>()("ReplaceRangeInvalid", {
   rule: Rule,
   seq: OptSeq,
@@ -88,7 +120,12 @@ export class ReplaceRangeInvalid extends Schema.TaggedError<ReplaceRangeInvalid>
   }
 }
 
-/** A `tool/result` replacement changes more than the result content (G1–G3). */
+/**
+ * A `tool/result` replacement changes more than the result content (G1–G3).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class ToolResultRewriteInvalid extends Schema.TaggedError<ToolResultRewriteInvalid>()(
   "ToolResultRewriteInvalid",
   { rule: Rule, seq: OptSeq, detail: Schema.String }
@@ -98,7 +135,12 @@ export class ToolResultRewriteInvalid extends Schema.TaggedError<ToolResultRewri
   }
 }
 
-/** A message-producing event has the wrong shape (H1–H9, H11). */
+/**
+ * A message-producing event has the wrong shape (H1–H9, H11).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class MessageShapeInvalid extends Schema.TaggedError<MessageShapeInvalid>()("MessageShapeInvalid", {
   rule: Rule,
   seq: OptSeq,
@@ -110,7 +152,12 @@ export class MessageShapeInvalid extends Schema.TaggedError<MessageShapeInvalid>
   }
 }
 
-/** A `request/header` event is malformed or a legacy form (I1–I9). */
+/**
+ * A `request/header` event is malformed or a legacy form (I1–I9).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class RequestHeaderInvalid extends Schema.TaggedError<RequestHeaderInvalid>()("RequestHeaderInvalid", {
   rule: Rule,
   seq: OptSeq,
@@ -121,7 +168,12 @@ export class RequestHeaderInvalid extends Schema.TaggedError<RequestHeaderInvali
   }
 }
 
-/** The session header is malformed (J1–J13, J15, J16). */
+/**
+ * The session header is malformed (J1–J13, J15, J16).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class SessionHeaderInvalid extends Schema.TaggedError<SessionHeaderInvalid>()("SessionHeaderInvalid", {
   rule: Rule,
   field: Schema.String,
@@ -132,7 +184,12 @@ export class SessionHeaderInvalid extends Schema.TaggedError<SessionHeaderInvali
   }
 }
 
-/** A stored format version cannot be read by this build (K1, K2, K4, K6). */
+/**
+ * A stored format version cannot be read by this build (K1, K2, K4, K6).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class FormatUnsupported extends Schema.TaggedError<FormatUnsupported>()("FormatUnsupported", {
   rule: Rule,
   found: Schema.Unknown,
@@ -150,7 +207,12 @@ export class FormatUnsupported extends Schema.TaggedError<FormatUnsupported>()("
   }
 }
 
-/** An event type outside the known vocabulary without `ignorable: true` (K7). */
+/**
+ * An event type outside the known vocabulary without `ignorable: true` (K7).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class UnknownEventType extends Schema.TaggedError<UnknownEventType>()("UnknownEventType", {
   rule: Rule,
   seq: OptSeq,
@@ -164,7 +226,12 @@ export class UnknownEventType extends Schema.TaggedError<UnknownEventType>()("Un
   }
 }
 
-/** A legacy form that no current reader accepts (K10). */
+/**
+ * A legacy form that no current reader accepts (K10).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class LegacyFormRefused extends Schema.TaggedError<LegacyFormRefused>()("LegacyFormRefused", {
   rule: Rule,
   seq: OptSeq,
@@ -175,7 +242,12 @@ export class LegacyFormRefused extends Schema.TaggedError<LegacyFormRefused>()("
   }
 }
 
-/** Stored data is damaged (K5, K11, L2, L5, L7, L9). */
+/**
+ * Stored data is damaged (K5, K11, L2, L5, L7, L9).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class StoreCorrupt extends Schema.TaggedError<StoreCorrupt>()("StoreCorrupt", {
   rule: Rule,
   seq: OptSeq,
@@ -191,7 +263,12 @@ export class StoreCorrupt extends Schema.TaggedError<StoreCorrupt>()("StoreCorru
   }
 }
 
-/** No such session (J14/L6/L11, N10). */
+/**
+ * No such session (J14/L6/L11, N10).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class SessionNotFound extends Schema.TaggedError<SessionNotFound>()("SessionNotFound", {
   rule: Rule,
   sessionId: Schema.String,
@@ -202,7 +279,12 @@ export class SessionNotFound extends Schema.TaggedError<SessionNotFound>()("Sess
   }
 }
 
-/** The session already exists (J14). */
+/**
+ * The session already exists (J14).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class SessionExists extends Schema.TaggedError<SessionExists>()("SessionExists", {
   rule: Rule,
   sessionId: Schema.String
@@ -212,7 +294,12 @@ export class SessionExists extends Schema.TaggedError<SessionExists>()("SessionE
   }
 }
 
-/** A writer's view of the stored log is stale (C5–C7, L1, L8, N11). */
+/**
+ * A writer's view of the stored log is stale (C5–C7, L1, L8, N11).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class AppendConflict extends Schema.TaggedError<AppendConflict>()("AppendConflict", {
   rule: Rule,
   sessionId: Schema.optional(Schema.String),
@@ -227,7 +314,12 @@ export class AppendConflict extends Schema.TaggedError<AppendConflict>()("Append
   }
 }
 
-/** A database written by another build or application (S1–S3, S10). */
+/**
+ * A database written by another build or application (S1–S3, S10).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class StoreSchemaMismatch extends Schema.TaggedError<StoreSchemaMismatch>()("StoreSchemaMismatch", {
   rule: Rule,
   found: Schema.String,
@@ -238,7 +330,12 @@ export class StoreSchemaMismatch extends Schema.TaggedError<StoreSchemaMismatch>
   }
 }
 
-/** The reason codes of a fork rejection (M1–M7). */
+/**
+ * The reason codes of a fork rejection (M1–M7).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const ForkRejectionCode = Schema.Literal(
   "SESSION_ALREADY_EXISTS",
   "SESSION_NOT_FOUND",
@@ -247,7 +344,12 @@ export const ForkRejectionCode = Schema.Literal(
   "OPEN_TURN"
 )
 
-/** A fork request cannot be honoured (M1–M7, C8). */
+/**
+ * A fork request cannot be honoured (M1–M7, C8).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class ForkRejected extends Schema.TaggedError<ForkRejected>()("ForkRejected", {
   rule: Rule,
   code: ForkRejectionCode,
@@ -258,7 +360,12 @@ export class ForkRejected extends Schema.TaggedError<ForkRejected>()("ForkReject
   }
 }
 
-/** An optional invariant (SPEC §11.4, V-rules) vetoed an event. */
+/**
+ * An optional invariant (SPEC §11.4, V-rules) vetoed an event.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class InvariantViolation extends Schema.TaggedError<InvariantViolation>()("InvariantViolation", {
   rule: Rule,
   seq: OptSeq,
@@ -269,7 +376,12 @@ export class InvariantViolation extends Schema.TaggedError<InvariantViolation>()
   }
 }
 
-/** A compaction or prune could not run (P1–P13). */
+/**
+ * A compaction or prune could not run (P1–P13).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class CompactionRejected extends Schema.TaggedError<CompactionRejected>()("CompactionRejected", {
   rule: Rule,
   reason: Schema.String,
@@ -280,7 +392,12 @@ export class CompactionRejected extends Schema.TaggedError<CompactionRejected>()
   }
 }
 
-/** An I/O or driver failure; never a rejection of data. */
+/**
+ * An I/O or driver failure; never a rejection of data.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class StoreFailure extends Schema.TaggedError<StoreFailure>()("StoreFailure", {
   rule: Schema.optional(Rule),
   method: Schema.String,
@@ -298,6 +415,9 @@ export class StoreFailure extends Schema.TaggedError<StoreFailure>()("StoreFailu
  * A rewrite (`migrate` of a v0 log) that would drop the complete lines of a torn tail (L3: a
  * defective line with no later `turn/end` makes everything from it on the torn tail). Nothing is
  * changed; the caller may accept the loss explicitly (`migrate --drop-torn-tail`).
+ *
+ * @since 0.1.0
+ * @category errors
  */
 export class TornTailRefused extends Schema.TaggedError<TornTailRefused>()("TornTailRefused", {
   rule: Rule,
@@ -320,7 +440,12 @@ export class TornTailRefused extends Schema.TaggedError<TornTailRefused>()("Torn
 
 // --- CLI (SPEC §12): refusals of the `session-log` commands, never raised by the library --------
 
-/** A command refused to overwrite existing files (`export --out` without `--force`). */
+/**
+ * A command refused to overwrite existing files (`export --out` without `--force`).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class OutputExists extends Schema.TaggedError<OutputExists>()("OutputExists", {
   paths: Schema.Array(Schema.String)
 }) {
@@ -332,6 +457,9 @@ export class OutputExists extends Schema.TaggedError<OutputExists>()("OutputExis
 /**
  * A multi-file import stopped after writing some sessions to an existing store (a write failed
  * after every file had been validated and every id checked): `imported` lists the files written.
+ *
+ * @since 0.1.0
+ * @category errors
  */
 export class ImportIncomplete extends Schema.TaggedError<ImportIncomplete>()("ImportIncomplete", {
   imported: Schema.Array(Schema.String),
@@ -351,6 +479,9 @@ export class ImportIncomplete extends Schema.TaggedError<ImportIncomplete>()("Im
  * device), an `empty` file (L5) or a file whose first line is not a `{"type":"session"}` JSON
  * record (`not-a-session-log`: L5, K5 for JSON that is not an object). A store reports the last
  * two as `StoreCorrupt`; the CLI, where the user named the file, reports this instead.
+ *
+ * @since 0.1.0
+ * @category errors
  */
 export class NotASessionFile extends Schema.TaggedError<NotASessionFile>()("NotASessionFile", {
   path: Schema.String,
@@ -375,7 +506,12 @@ export class NotASessionFile extends Schema.TaggedError<NotASessionFile>()("NotA
   }
 }
 
-/** Errors a rule check on data can produce (validation of one event, a seed or a fold). */
+/**
+ * Errors a rule check on data can produce (validation of one event, a seed or a fold).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export type ValidationError =
   | NotLosslessJson
   | InvalidEnvelope
@@ -388,7 +524,12 @@ export type ValidationError =
   | RequestHeaderInvalid
   | LegacyFormRefused
 
-/** Every error of the catalogue, as one Schema (decode, encode, `Schema.is`). */
+/**
+ * Every error of the catalogue, as one Schema (decode, encode, `Schema.is`).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const SessionLogError = Schema.Union(
   NotLosslessJson,
   InvalidEnvelope,
@@ -415,8 +556,18 @@ export const SessionLogError = Schema.Union(
   TornTailRefused
 )
 
-/** Every error of the catalogue. */
+/**
+ * Every error of the catalogue.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export type SessionLogError = typeof SessionLogError.Type
 
-/** Errors of the `session-log` commands only (SPEC §12), beside the library's catalogue. */
+/**
+ * Errors of the `session-log` commands only (SPEC §12), beside the library's catalogue.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export type CliError = OutputExists | ImportIncomplete | NotASessionFile

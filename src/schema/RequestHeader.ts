@@ -1,12 +1,19 @@
 /**
  * The `request/header` snapshot (SPEC §1.3.11, §5): the model-call envelope, its canonical form
  * and equality, plus the `request/context` route record (§1.3.12, §5.5).
+ *
+ * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
 import { encodeJson, type Json } from "./Json.js"
 import { ContentBlock, type Message } from "./Messages.js"
 
-/** The call scalars of a request. */
+/**
+ * The call scalars of a request.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const RequestConfig = Schema.Struct({
   provider: Schema.NonEmptyString,
   model: Schema.NonEmptyString,
@@ -15,25 +22,50 @@ export const RequestConfig = Schema.Struct({
   maxTokens: Schema.optional(Schema.Number),
   stop: Schema.optional(Schema.Array(Schema.String))
 })
+/**
+ * The call scalars of a request.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type RequestConfig = typeof RequestConfig.Type
 
-/** Markers of config fields filled in by the model adapter. */
+/**
+ * Markers of config fields filled in by the model adapter.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const AdapterDefaults = Schema.Struct({
   reasoningEffort: Schema.optional(Schema.Literal(true)),
   maxTokens: Schema.optional(Schema.Literal(true))
 }).annotations({ parseOptions: { onExcessProperty: "error" } }) // I4: no other keys
 
-/** One tool as offered to the model. */
+/**
+ * One tool as offered to the model.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const ToolSpec = Schema.Struct({
   name: Schema.String,
   description: Schema.String,
   parameters: Schema.Unknown
 })
+/**
+ * One tool as offered to the model.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type ToolSpec = typeof ToolSpec.Type
 
 /**
  * A message of a header's `messagePrefix` (I11): a non-empty string `id`, a role, an array
  * `content` and an object `source`; nothing else of it is checked (SPEC §1.5).
+ *
+ * @since 0.1.0
+ * @category schemas
  */
 export const PrefixMessage = Schema.Struct(
   {
@@ -48,6 +80,9 @@ export const PrefixMessage = Schema.Struct(
 /**
  * The epoch header: config, adapter markers, system prompt, tools and the messages sent before
  * the history in every request of the epoch (`messagePrefix`, SPEC §1.3.11; format-0 logs).
+ *
+ * @since 0.1.0
+ * @category schemas
  */
 export const RequestHeader = Schema.Struct({
   config: RequestConfig,
@@ -63,24 +98,62 @@ export const RequestHeader = Schema.Struct({
     message: () => "an adapter default marks an absent config field"
   })
 )
+/**
+ * The epoch header: config, adapter markers, system prompt, tools and the messages sent before
+ * the history in every request of the epoch (`messagePrefix`, SPEC §1.3.11; format-0 logs).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type RequestHeader = typeof RequestHeader.Type
 
-/** Why a snapshot was written (SPEC §5.3). */
+/**
+ * Why a snapshot was written (SPEC §5.3).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const HeaderReason = Schema.Literal("initial", "resume", "change", "series")
+/**
+ * Why a snapshot was written (SPEC §5.3).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type HeaderReason = typeof HeaderReason.Type
+/**
+ * The reasons a `request/header` snapshot may give, in the order SPEC §5.3 lists them.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const HEADER_REASONS: ReadonlyArray<string> = HeaderReason.literals
 
-/** Route capacity metadata (`request/context` data). */
+/**
+ * Route capacity metadata (`request/context` data).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const RequestContext = Schema.Struct({
   provider: Schema.String,
   model: Schema.String,
   contextWindow: Schema.optional(Schema.Number)
 })
+/**
+ * Route capacity metadata (`request/context` data).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type RequestContext = typeof RequestContext.Type
 
 /**
  * Canonical form (SPEC §5.1): `config` as is; `adapterDefaults` only with at least one `true`
  * marker; `system`, `tools` and `messagePrefix` only when non-empty.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const canonicalHeader = (h: RequestHeader): RequestHeader => {
   const out: {
@@ -105,7 +178,12 @@ const stopEquals = (a: ReadonlyArray<string> | undefined, b: ReadonlyArray<strin
   return true
 }
 
-/** Header equality on canonical forms (SPEC §5.2). */
+/**
+ * Header equality on canonical forms (SPEC §5.2).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const headerEquals = (x: RequestHeader, y: RequestHeader): boolean => {
   const a = canonicalHeader(x)
   const b = canonicalHeader(y)
@@ -136,6 +214,9 @@ const sameJsonLists = (x: ReadonlyArray<unknown> | undefined, y: ReadonlyArray<u
 /**
  * The messages of a provider request (SPEC §1.5): the header's `messagePrefix`, if any, then the
  * derived history in surface order.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const requestMessages = (
   header: Pick<RequestHeader, "messagePrefix"> | undefined,

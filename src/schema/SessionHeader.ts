@@ -1,13 +1,20 @@
 /**
  * The session header (SPEC §2.1): out-of-log, immutable metadata with a closed key set, and
  * its validation (J1–J11, J16). The validator returns the walked, frozen copy.
+ *
+ * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
 import { SessionHeaderInvalid } from "./Errors.js"
 import { SESSION_FORMAT_VERSION } from "./Format.js"
 import { walkJson } from "./Json.js"
 
-/** The session header record. */
+/**
+ * The session header record.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const SessionHeader = Schema.Struct({
   version: Schema.Number,
   id: Schema.String,
@@ -19,9 +26,20 @@ export const SessionHeader = Schema.Struct({
   delegationDepth: Schema.optional(Schema.Number),
   agentPreset: Schema.optional(Schema.String)
 })
+/**
+ * The session header record.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type SessionHeader = typeof SessionHeader.Type
 
-/** The header keys in serialisation order (SPEC §2.1). */
+/**
+ * The header keys in serialisation order (SPEC §2.1).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const HEADER_KEYS = [
   "version",
   "id",
@@ -40,7 +58,12 @@ const RETIRED_KEYS: ReadonlySet<string> = new Set(["sandboxMode", "approvalPolic
 const isNonNegativeSafeInt = (n: unknown): boolean =>
   typeof n === "number" && Number.isSafeInteger(n) && n >= 0
 
-/** J5: textual absolute-path test, the same on every platform. */
+/**
+ * J5: textual absolute-path test, the same on every platform.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const isAbsolutePath = (p: string): boolean =>
   p.startsWith("/") || p.startsWith("\\\\") || /^[A-Za-z]:[\\/]/.test(p)
 
@@ -50,6 +73,9 @@ const fail = (rule: string, field: string, detail: string) => new SessionHeaderI
  * Validate a session header (J1–J11, J16), optionally against the expected id (J3), and with the
  * version check of Session construction (J2) unless `checkVersion` is false (cold reads check the
  * version earlier, K1–K4). Returns the walked, deep-frozen copy with keys in §2.1 order.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const validateSessionHeader = (
   value: unknown,
@@ -105,14 +131,24 @@ export const validateSessionHeader = (
   return orderHeader(h) as SessionHeader
 }
 
-/** Rebuild a header with its keys in §2.1 order (frozen), dropping `type`. */
+/**
+ * Rebuild a header with its keys in §2.1 order (frozen), dropping `type`.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const orderHeader = (h: Record<string, unknown>): Record<string, unknown> => {
   const out: Record<string, unknown> = {}
   for (const key of HEADER_KEYS) if (h[key] !== undefined) out[key] = h[key]
   return Object.freeze(out)
 }
 
-/** The JSONL header record: `{"type":"session", ...header}` in §2.1 key order. */
+/**
+ * The JSONL header record: `{"type":"session", ...header}` in §2.1 key order.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const headerRecord = (h: SessionHeader): Record<string, unknown> => {
   const out: Record<string, unknown> = { type: "session" }
   const src = h as unknown as Record<string, unknown>

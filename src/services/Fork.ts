@@ -2,6 +2,8 @@
  * Fork planning (SPEC §11.1, M1–M9): the child header and seed for a fork of a source session (an
  * open handle or a stored id) at a closed-turn boundary. The checks run in the order of §11.1 and
  * read only; `SessionLive.fork` then writes the child in one first append (M10).
+ *
+ * @since 0.1.0
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
@@ -14,7 +16,12 @@ import { type SeedError, validateSeed, wrapL9 } from "./Seed.js"
 import type { FlushError, SessionShape } from "./Session.js"
 import { type ReadError, readPipeline, SessionStore } from "./SessionStore.js"
 
-/** Where to fork and what to call the child. */
+/**
+ * Where to fork and what to call the child.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ForkPoint {
   /** Seq of the last inherited event (default: the source's last event). */
   readonly at?: number
@@ -22,10 +29,20 @@ export interface ForkPoint {
   readonly childId?: string
 }
 
-/** Errors of planning a fork. */
+/**
+ * Errors of planning a fork.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export type PlanError = ForkRejected | ReadError | FlushError | SeedError | StoreFailure
 
-/** A planned fork: the child's header (not yet validated) and seed. */
+/**
+ * A planned fork: the child's header (not yet validated) and seed.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ForkPlan {
   readonly header: Record<string, unknown>
   readonly seed: ReadonlyArray<unknown>
@@ -33,7 +50,12 @@ export interface ForkPlan {
 
 type Rec = Record<string, unknown>
 
-/** A `ForkRejected` with its rule and code. */
+/**
+ * A `ForkRejected` with its rule and code.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const reject = (rule: string, code: ForkRejected["code"], detail: string) => new ForkRejected({ rule, code, detail })
 
 /** M1: is `id` registered in, or stored by, the current store? (Only a missing id is free.) */
@@ -151,6 +173,9 @@ const seedLength = (events: ReadonlyArray<unknown>, at: unknown): ForkRejected |
  * Plan a fork of `source` at `point.at` (SPEC §11.1 M1–M9): the child's header records
  * `parentSession`, `seedLength` and the source's `cwd`; its seed is the source's prefix up to the
  * boundary (a cold read's prefix validated as stored events, L9). Reads only.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const planFork = (
   source: SessionShape | string,

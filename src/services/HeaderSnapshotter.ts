@@ -3,6 +3,8 @@
  * canonical `request/header` snapshot (reason `initial`, `resume`, `change` or `series`) and a
  * `request/context` record must be appended before dispatch, and appends them. Swappable layer;
  * the default implementation is `layers/HeaderSnapshotterLive.ts`.
+ *
+ * @since 0.1.0
  */
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
@@ -11,7 +13,12 @@ import type { Event } from "../schema/Events.js"
 import type { HeaderReason, RequestContext, RequestHeader } from "../schema/RequestHeader.js"
 import type { AppendError, SessionShape } from "./Session.js"
 
-/** What the agent loop is about to send (one model-call attempt). */
+/**
+ * What the agent loop is about to send (one model-call attempt).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ModelRequestPlan {
   /** H, the header the request will use (canonicalised by the snapshotter). */
   readonly header: RequestHeader
@@ -23,13 +30,23 @@ export interface ModelRequestPlan {
   readonly newSeries?: boolean
 }
 
-/** What must be appended before the request is dispatched (nothing when both are absent). */
+/**
+ * What must be appended before the request is dispatched (nothing when both are absent).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface SnapshotDecision {
   readonly header?: { readonly header: RequestHeader; readonly reason: HeaderReason }
   readonly context?: RequestContext
 }
 
-/** The HeaderSnapshotter service shape. */
+/**
+ * The HeaderSnapshotter service shape.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface HeaderSnapshotterShape {
   /**
    * Apply R1–R8 to the session's log; never writes. The plan is checked as an append would check
@@ -46,7 +63,12 @@ export interface HeaderSnapshotterShape {
   ) => Effect.Effect<ReadonlyArray<Event>, AppendError | RequestHeaderInvalid>
 }
 
-/** Decides and writes request-header snapshots. */
+/**
+ * Decides and writes request-header snapshots.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
 export class HeaderSnapshotter extends Context.Tag("effect-session-log/HeaderSnapshotter")<
   HeaderSnapshotter,
   HeaderSnapshotterShape

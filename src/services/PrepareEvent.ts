@@ -5,6 +5,8 @@
  * §1.1 key order with its serialised line. A store takes prepared events as they are (it checks
  * only what it alone can know: the expected seq, its own size cap); plain events handed to a store
  * by other callers are prepared by `prepareBatch`, which runs the same checks.
+ *
+ * @since 0.1.0
  */
 import {
   AppendConflict,
@@ -86,7 +88,12 @@ const oversize = (line: string, seq: number, maxEventBytes: number): InvalidEnve
     })
     : undefined
 
-/** What steps 2–7 can reject. */
+/**
+ * What steps 2–7 can reject.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export type PrepareError =
   | UnknownEventType
   | InvalidEnvelope
@@ -102,6 +109,9 @@ type Rec = Record<string, unknown>
 /**
  * Steps 2–7 for the event that would get `seq` at `time`: the prepared event, or the first
  * failure. Pure apart from freezing what it builds; the caller's values are never kept.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const prepareEvent = (
   type: unknown,
@@ -192,7 +202,12 @@ export const prepareValidated = (
   return out
 }
 
-/** What `prepareBatch` can reject. */
+/**
+ * What `prepareBatch` can reject.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export type BatchError =
   | NotLosslessJson
   | InvalidEnvelope
@@ -201,7 +216,12 @@ export type BatchError =
   | UnknownEventType
   | AppendConflict
 
-/** A batch ready for a store: the events and their lines, index for index. */
+/**
+ * A batch ready for a store: the events and their lines, index for index.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface PreparedBatch {
   readonly events: ReadonlyArray<Event>
   readonly lines: ReadonlyArray<string>

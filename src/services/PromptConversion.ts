@@ -4,6 +4,8 @@
  * specs, and tool calls' arguments and results. The response side — stream parts to the normative
  * `assistant/chunk` vocabulary (SPEC §1.3.5), chunk assembly, usage, finish reasons and provider
  * errors — is in `ResponseChunks` and re-exported here.
+ *
+ * @since 0.1.0
  */
 import * as Prompt from "@effect/ai/Prompt"
 import * as Tool from "@effect/ai/Tool"
@@ -16,32 +18,110 @@ import { isRecord } from "../schema/Validation.js"
 import { asJson } from "./ResponseChunks.js"
 
 export {
+  /**
+   * The failure of a provider error: code = the AiError tag, plus status, retry-after and request id when known.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
   aiErrorFailure,
+  /**
+   * What a model call produced, folded from its chunks.
+   *
+   * @since 0.1.0
+   * @category models
+   */
   type Assembled,
+  /**
+   * Fold one attempt's chunks (in log order) into its content, delivered prefix, usage and finish reason.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
   assembleChunks,
+  /**
+   * One chunk of the normative vocabulary (`assistant/chunk` data.chunk).
+   *
+   * @since 0.1.0
+   * @category models
+   */
   type Chunk,
+  /**
+   * Translates one model call's Response stream parts into chunks (SPEC §1.3.5). Blocks are indexed
+   * in the order they start; a tool call announced whole (without params parts) is opened, given
+   * its arguments in one delta and closed; the raw arguments are the concatenated params deltas. A
+   * text or reasoning block still open at `finish` is ended there; a tool call never completed by its
+   * `tool-call` part stays unended (its arguments may be partial), so it is not part of the message.
+   *
+   * @since 0.1.0
+   * @category models
+   */
   ChunkTranslator,
+  /**
+   * A failure as carried by `turn/end` error reasons and `error`/`aborted` finish reasons (SPEC §1.3.2).
+   *
+   * @since 0.1.0
+   * @category models
+   */
   type Failure,
+  /**
+   * A FinishReason of the chunk vocabulary (SPEC §1.3.5).
+   *
+   * @since 0.1.0
+   * @category models
+   */
   type FinishReason,
+  /**
+   * `@effect/ai`'s finish reason in the chunk vocabulary; reasons without a kind of their own are `stop`.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
   finishReasonOf,
+  /**
+   * The content blocks of a (non-streamed) response: text, reasoning and tool calls, in order.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
   responsePartsToContent,
+  /**
+   * Usage with disjoint counts (SPEC §1.3.6), or undefined when the model reported none. `@effect/ai`
+   * reports cached input as part of `inputTokens`, so it is subtracted out into `cacheReadTokens`.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
   usageOf
 } from "./ResponseChunks.js"
 
-/** The provider-options key under which a Prompt part or message keeps its log identity. */
+/**
+ * The provider-options key under which a Prompt part or message keeps its log identity.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const OPTIONS_KEY = "effect-session-log"
 
 /**
  * The call scalars of the request being dispatched. The agent loop provides it around the model
  * stream; a model adapter (or the scripted model) reads it, since `@effect/ai`'s
  * `LanguageModel` options carry no model or token settings.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export class ModelRequestConfig extends Context.Reference<ModelRequestConfig>()(
   "effect-session-log/ModelRequestConfig",
   { defaultValue: (): RequestConfig | undefined => undefined }
 ) {}
 
-/** The request value a model call is built from (SPEC §1.5): header snapshot and derived messages. */
+/**
+ * The request value a model call is built from (SPEC §1.5): header snapshot and derived messages.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface RequestValue {
   readonly header: RequestHeader | undefined
   readonly messages: ReadonlyArray<Message>
@@ -53,7 +133,12 @@ const stash = (value: Rec): { readonly [OPTIONS_KEY]: Rec } => ({ [OPTIONS_KEY]:
 const stashed = (options: unknown): Rec | undefined =>
   isRecord(options) && isRecord(options[OPTIONS_KEY]) ? options[OPTIONS_KEY] : undefined
 
-/** Parse a tool call's raw arguments; invalid JSON is passed through as the raw string. */
+/**
+ * Parse a tool call's raw arguments; invalid JSON is passed through as the raw string.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const parseArguments = (raw: string): unknown => {
   try {
     return JSON.parse(raw)
@@ -62,7 +147,12 @@ export const parseArguments = (raw: string): unknown => {
   }
 }
 
-/** The tool specs of a toolkit as written into the request header (`{ name, description, parameters }`). */
+/**
+ * The tool specs of a toolkit as written into the request header (`{ name, description, parameters }`).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const toolSpecs = (tools: Record<string, Tool.Any> | ReadonlyArray<Tool.Any>): ReadonlyArray<ToolSpec> =>
   (Array.isArray(tools) ? tools : Object.values(tools)).map((tool: Tool.Any) => ({
     name: tool.name,
@@ -84,7 +174,12 @@ const filePart = (block: ContentBlock): Prompt.FilePart => {
   return Prompt.makePart("file", { mediaType, data, options: stash({ block }) })
 }
 
-/** A tool-result block's content as the Prompt result: its text when it is one text block, else the blocks. */
+/**
+ * A tool-result block's content as the Prompt result: its text when it is one text block, else the blocks.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const toolResultValue = (content: ReadonlyArray<ContentBlock>): unknown =>
   content.length === 1 && content[0].type === "text" && typeof content[0].text === "string"
     ? content[0].text
@@ -96,6 +191,9 @@ const messageOptions = (m: Message) => stash({ id: m.id, source: m.source })
  * The Prompt for a request (SPEC §1.5): the header's system prompt first, then every derived
  * message in surface order. A pure function of the request value; tool results become `tool`
  * messages whose tool name is taken from the assistant call they answer.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const requestToPrompt = (request: {
   readonly header: Pick<RequestHeader, "system"> | undefined
@@ -203,6 +301,9 @@ const blockOfPart = (part: Prompt.Part): ContentBlock => {
  * The messages of a Prompt (the inverse of `requestToPrompt` for prompts it built): the leading
  * system prompt, and the messages, merging consecutive Prompt messages that came from one of ours.
  * Foreign messages get positional ids and a default source.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const promptToRequest = (prompt: Prompt.Prompt): { readonly system: string | undefined; readonly messages: Array<Message> } => {
   let system: string | undefined
@@ -237,10 +338,20 @@ export const promptToRequest = (prompt: Prompt.Prompt): { readonly system: strin
   return { system, messages }
 }
 
-/** A Prompt's encoded JSON form (for comparing two prompts). */
+/**
+ * A Prompt's encoded JSON form (for comparing two prompts).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const encodePrompt = (prompt: Prompt.Prompt): unknown => Schema.encodeSync(Prompt.Prompt)(prompt)
 
-/** A tool handler's encoded result as tool-result content: strings as text, other JSON as its text. */
+/**
+ * A tool handler's encoded result as tool-result content: strings as text, other JSON as its text.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const toolOutputContent = (encoded: unknown): ReadonlyArray<ContentBlock> => {
   if (encoded === undefined) return []
   if (typeof encoded === "string") return [{ type: "text", text: encoded }]

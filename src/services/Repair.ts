@@ -2,6 +2,8 @@
  * Crash repair (SPEC §6): explicit closers for an interrupted tail turn — results for pending
  * tool calls, then `step/end`, then `turn/end { kind: "interrupted" }` — as a pure function
  * behind the `Repair` tag, so a different policy can be provided as a layer.
+ *
+ * @since 0.1.0
  */
 import * as Context from "effect/Context"
 import * as Layer from "effect/Layer"

@@ -2,6 +2,8 @@
  * The seed pipeline (SPEC §3.2) and the end-seed marker (§2.4): an event array validated as the
  * initial log of a session, as the stored events of a cold read (failures are L9), or as a
  * continuation of a validated log; the pre-commit validators of a session instantiated.
+ *
+ * @since 0.1.0
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
@@ -23,7 +25,12 @@ import { Invariants } from "./Invariants.js"
 import type { PreCommitValidator, ValidatorFactory } from "./Session.js"
 import { applyPlan, current, isPlan, planSurface, type SurfaceTracker } from "./SurfaceManager.js"
 
-/** Errors of seed validation. */
+/**
+ * Errors of seed validation.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export type SeedError = ValidationError | InvariantViolation
 
 type Rec = Record<string, unknown>
@@ -32,6 +39,9 @@ type Rec = Record<string, unknown>
  * The per-record checks of the seed pipeline (SPEC §3.2) for record `i`: kind and walk (skipped
  * for records of a cold read, already walked), envelope, legacy guard, shapes, `seq === i`.
  * Returns the event, frozen and with keys in §1.1 order, or the rule error.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const checkSeedRecord = (raw: unknown, i: number, coldRead: boolean): Event | ValidationError => {
   let record: Rec
@@ -70,6 +80,9 @@ const isEvent = (checked: Event | ValidationError): checked is Event => !("_tag"
 /**
  * The seed pipeline (SPEC §3.2) for every record, in order: `checkSeedRecord`, then surface plan
  * and apply, pre-commit validators. Returns the frozen events (keys in §1.1 order) and their tracker.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const validateSeed = (
   seed: unknown,
@@ -109,17 +122,37 @@ export const validateSeed = (
  * `import`), without validators: it keeps the surface and, of the events on it, only the
  * `tool/result`s a rewrite is checked against (G2, G3), never the log. The first rejection is
  * kept in `error`; later chunks are ignored.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export class SeedCursor {
-  /** The surface nodes so far. */
+  /**
+   * The surface nodes so far.
+   *
+   * @since 0.1.0
+   */
   readonly nodes: Array<number> = []
-  /** How many events were accepted. */
+  /**
+   * How many events were accepted.
+   *
+   * @since 0.1.0
+   */
   count = 0
+  /**
+   * The first rejection, after which no record is accepted.
+   *
+   * @since 0.1.0
+   */
   error: SeedError | undefined
   private readonly toolResults = new Map<number, Event>()
   private readonly eventAt = (seq: number): Event | undefined => this.toolResults.get(seq)
 
-  /** Check the next records; the accepted events (or none after a rejection). */
+  /**
+   * Check the next records; the accepted events (or none after a rejection).
+   *
+   * @since 0.1.0
+   */
   push(records: ReadonlyArray<unknown>): ReadonlyArray<Event> {
     const accepted: Array<Event> = []
     for (let k = 0; k < records.length && this.error === undefined; k++) {
@@ -144,7 +177,12 @@ export class SeedCursor {
   }
 }
 
-/** L9: a validation failure of stored events is corruption wrapping its cause (K10 stays unwrapped). */
+/**
+ * L9: a validation failure of stored events is corruption wrapping its cause (K10 stays unwrapped).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const wrapL9 = (sessionId: string) => <E extends SeedError>(e: E): StoreCorrupt | LegacyFormRefused => {
   if (e instanceof LegacyFormRefused) return e
   return new StoreCorrupt({
@@ -156,7 +194,12 @@ export const wrapL9 = (sessionId: string) => <E extends SeedError>(e: E): StoreC
   })
 }
 
-/** The session's pre-commit validators: the `Invariants` layer's first (when provided), then `extra`. */
+/**
+ * The session's pre-commit validators: the `Invariants` layer's first (when provided), then `extra`.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const instantiateValidators = (
   header: SessionHeader,
   extra: ReadonlyArray<ValidatorFactory> | undefined
@@ -169,11 +212,21 @@ export const instantiateValidators = (
     return out
   })
 
-/** The `session/end-seed` marker at `seq` (SPEC §2.4). */
+/**
+ * The `session/end-seed` marker at `seq` (SPEC §2.4).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const endSeedMarker = (seq: number, time: number): Event =>
   Object.freeze({ type: "session/end-seed", seq, time, data: Object.freeze({}) }) as Event
 
-/** Construct over validated events: add the end-seed marker when required (SPEC §2.4). */
+/**
+ * Construct over validated events: add the end-seed marker when required (SPEC §2.4).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const withEndSeed = (
   events: Array<Event>,
   tracker: SurfaceTracker,

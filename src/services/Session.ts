@@ -3,6 +3,8 @@
  * appends that validate, persist, then commit; the log, surface, derived messages, transcript,
  * request folds and the feed of committed events. Handles are built by `SessionLive` (`create`,
  * `fromSeed`, `open`, `fork`, `layerCreate`, `layerOpen`) over any `SessionStore`.
+ *
+ * @since 0.1.0
  */
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
@@ -41,7 +43,12 @@ import type { RequestContext, RequestHeader } from "../schema/RequestHeader.js"
 import type { SessionHeader } from "../schema/SessionHeader.js"
 import type { StoreAppendError } from "./SessionStore.js"
 
-/** Everything an append can fail with. */
+/**
+ * Everything an append can fail with.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export type AppendError =
   | NotLosslessJson
   | InvalidEnvelope
@@ -60,10 +67,20 @@ export type AppendError =
   | StoreCorrupt
   | StoreFailure
 
-/** Errors of `flush` and `close` (what a store append can fail with). */
+/**
+ * Errors of `flush` and `close` (what a store append can fail with).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export type FlushError = StoreAppendError
 
-/** Typed append: a surface-eligible type cannot be written without its `SurfaceOp`. */
+/**
+ * Typed append: a surface-eligible type cannot be written without its `SurfaceOp`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface AppendFn {
   <T extends SurfaceEventType>(
     type: T,
@@ -82,14 +99,24 @@ export interface AppendFn {
   ): Effect.Effect<Event<T>, AppendError>
 }
 
-/** The request in force right after an event (SPEC §5.4). */
+/**
+ * The request in force right after an event (SPEC §5.4).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface RequestSnapshot {
   readonly header: RequestHeader | undefined
   readonly context: RequestContext | undefined
   readonly messages: ReadonlyArray<Message>
 }
 
-/** A read-only view of the session's surface. */
+/**
+ * A read-only view of the session's surface.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface SurfaceView {
   readonly nodes: Effect.Effect<ReadonlyArray<number>>
   readonly replaceGeneration: Effect.Effect<number>
@@ -98,6 +125,9 @@ export interface SurfaceView {
 /**
  * What the agent loop and the header snapshotter ask per turn and per model call, kept as events
  * commit (reading `events` copies the log after every append).
+ *
+ * @since 0.1.0
+ * @category models
  */
 export interface SessionCounts {
   /** The number of events in the log (the next seq). */
@@ -108,7 +138,12 @@ export interface SessionCounts {
   readonly replacedSinceHeader: boolean
 }
 
-/** One open session handle. */
+/**
+ * One open session handle.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface SessionShape {
   readonly id: string
   readonly header: SessionHeader
@@ -180,16 +215,29 @@ export class Session extends Context.Tag("effect-session-log/Session")<Session, 
  * Whether handles built in this context record a span per append (`Session.append`). Off by
  * default: Effect's span machinery costs about 5 µs per append, several times the append itself
  * on the memory store; every other operation is always traced. Read once when a handle is built.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export class TraceAppends extends Context.Reference<TraceAppends>()("effect-session-log/TraceAppends", {
   defaultValue: () => false
 }) {}
 
-/** A pre-commit validator (SPEC §11.2): `check` may veto a candidate, `apply` runs after commit. */
+/**
+ * A pre-commit validator (SPEC §11.2): `check` may veto a candidate, `apply` runs after commit.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface PreCommitValidator {
   readonly check: (candidate: Event, ctx: { readonly logLength: number }) => Effect.Effect<void, InvariantViolation>
   readonly apply: (event: Event) => void
 }
 
-/** Builds a validator for one session. */
+/**
+ * Builds a validator for one session.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type ValidatorFactory = (header: SessionHeader) => Effect.Effect<PreCommitValidator>

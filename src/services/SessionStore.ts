@@ -2,6 +2,8 @@
  * The persistence backend contract (SPEC §7.1): lazy registration, atomic expected-seq appends,
  * never-mutating cold reads with torn-tail information, torn-tail truncation and whole-log
  * replacement under a revision check; the head every backend's append shares.
+ *
+ * @since 0.1.0
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -27,14 +29,24 @@ import { type SessionHeader, validateSessionHeader } from "../schema/SessionHead
 import { checkVocabulary, isRecord } from "../schema/Validation.js"
 import { type BatchError, type PreparedBatch, type PreparedEvent, prepareBatch } from "./PrepareEvent.js"
 
-/** Where a stored log stops being committed-looking (SPEC §7.4.4). */
+/**
+ * Where a stored log stops being committed-looking (SPEC §7.4.4).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface TornTail {
   readonly fromSeq: number
   readonly reason: "fragment" | "unparsable" | "seq-gap" | "not-object"
   readonly position: number
 }
 
-/** What a line-oriented store (JSONL) knows of a torn tail besides where it starts. */
+/**
+ * What a line-oriented store (JSONL) knows of a torn tail besides where it starts.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface TornTailExtent {
   /** The 1-based line number of its first line. */
   readonly line: number
@@ -44,7 +56,12 @@ export interface TornTailExtent {
   readonly bytes: number
 }
 
-/** A cold read: never mutates storage (L8). Events are framing-valid and walked, not yet validated. */
+/**
+ * A cold read: never mutates storage (L8). Events are framing-valid and walked, not yet validated.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface LoadResult {
   readonly header: SessionHeader
   readonly storedVersion: number
@@ -58,22 +75,40 @@ export interface LoadResult {
 /**
  * The receiver of a streamed cold read (`loadEach`): the header once it is read, then the
  * committed events in seq order, a chunk at a time. A failure of either stops the read.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export interface EventSink<E = never, R = never> {
   readonly onHeader?: (header: SessionHeader, storedVersion: number) => Effect.Effect<void, E, R>
   readonly onEvents: (events: ReadonlyArray<unknown>) => Effect.Effect<void, E, R>
 }
 
-/** What a streamed cold read reports once every event was handed over: a `LoadResult` without the events. */
+/**
+ * What a streamed cold read reports once every event was handed over: a `LoadResult` without the events.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface LoadSummary extends Omit<LoadResult, "events"> {
   /** How many events were handed over (the committed prefix: a torn tail is not counted). */
   readonly count: number
 }
 
-/** Errors of `create`. */
+/**
+ * Errors of `create`.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export type CreateError = SessionHeaderInvalid | SessionExists | StoreFailure
 
-/** Errors of `append`. */
+/**
+ * Errors of `append`.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export type StoreAppendError =
   | NotLosslessJson
   | InvalidEnvelope
@@ -86,7 +121,12 @@ export type StoreAppendError =
   | StoreCorrupt
   | StoreFailure
 
-/** Errors of a cold read. */
+/**
+ * Errors of a cold read.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export type LoadError =
   | SessionNotFound
   | StoreCorrupt
@@ -95,10 +135,20 @@ export type LoadError =
   | UnknownEventType
   | StoreFailure
 
-/** Errors of a cold read through the read pipeline. */
+/**
+ * Errors of a cold read through the read pipeline.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export type ReadError = LoadError | LegacyFormRefused | StoreCorrupt
 
-/** The SessionStore service shape. */
+/**
+ * The SessionStore service shape.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface SessionStoreShape {
   /** Validate and register a header; nothing is written until the first non-empty append. */
   readonly create: (header: unknown) => Effect.Effect<SessionHeader, CreateError>
@@ -148,6 +198,9 @@ export interface SessionStoreShape {
 /**
  * A synchronous append: the error, or `undefined` once the batch is stored. `append` is the
  * effectful append it stands for.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export interface SyncAppend {
   (id: string, events: ReadonlyArray<Event | PreparedEvent>, expectedSeq: number): StoreAppendError | undefined
@@ -158,7 +211,7 @@ export interface SyncAppend {
  * The synchronous append of `store`, when its `append` is the one that path belongs to: a store
  * spread into a wrapper that replaces `append` (to inject faults, to count calls) has none.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category utils
  */
 export const syncAppendOf = (store: SessionStoreShape): SyncAppend | undefined =>
@@ -173,7 +226,12 @@ export const syncAppendOf = (store: SessionStoreShape): SyncAppend | undefined =
  */
 export class SessionStore extends Context.Tag("effect-session-log/SessionStore")<SessionStore, SessionStoreShape>() {}
 
-/** Options shared by every backend's batch checks. */
+/**
+ * Options shared by every backend's batch checks.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface BatchCheckOptions {
   /** The store's own B10 cap on a serialised event (default 64 MiB). */
   readonly maxEventBytes?: number
@@ -183,6 +241,9 @@ export interface BatchCheckOptions {
  * The common head of every backend's `append`: lazily (an untyped caller's bad `options` becomes
  * a defect, never a throw), an empty batch is a no-op, then `prepareBatch` (prepared events pass
  * with their line; plain ones are checked); `body` gets the checked batch and `expectedSeq`.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const appendPrepared = <E, R>(
   events: ReadonlyArray<Event | PreparedEvent>,
@@ -201,6 +262,9 @@ export const appendPrepared = <E, R>(
 /**
  * The read pipeline after the backend read (SPEC §8.2): version (K1, K2; version 0 is refused
  * until the v0→v1 edge lands) and vocabulary (K7).
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const readPipeline = (
   loaded: LoadResult
@@ -237,10 +301,20 @@ export const readPipeline = (
   })
 
 
-/** How many events a streamed read hands over at a time when the backend has no pages of its own. */
+/**
+ * How many events a streamed read hands over at a time when the backend has no pages of its own.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const LOAD_EACH_CHUNK = 1_024
 
-/** `loadEach` on top of `load` (a backend that holds its log in memory anyway). */
+/**
+ * `loadEach` on top of `load` (a backend that holds its log in memory anyway).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const loadEachFromLoad = (
   load: (id: string) => Effect.Effect<LoadResult, LoadError>
 ) =>
@@ -252,7 +326,12 @@ export const loadEachFromLoad = (
     return { ...rest, count: events.length }
   })
 
-/** L10: `readFrom` needs a non-negative integer `fromSeq`. */
+/**
+ * L10: `readFrom` needs a non-negative integer `fromSeq`.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const checkFromSeq = (fromSeq: number): SeqNotContiguous | undefined =>
   Number.isSafeInteger(fromSeq) && fromSeq >= 0 ? undefined : new SeqNotContiguous({
     rule: "L10",
@@ -261,7 +340,12 @@ export const checkFromSeq = (fromSeq: number): SeqNotContiguous | undefined =>
     detail: "readFrom needs a non-negative integer fromSeq"
   })
 
-/** `readFrom` on top of `load` and the read pipeline (backends may seek instead). */
+/**
+ * `readFrom` on top of `load` and the read pipeline (backends may seek instead).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const readFromLoad = (
   load: (id: string) => Effect.Effect<LoadResult, LoadError>
 ) =>
@@ -281,7 +365,7 @@ export const readFromLoad = (
  * yet (SPEC §7.1 lazy registration). The backend's first append materialises a registered
  * session and then calls `materialised`.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category models
  */
 export interface Registry {
@@ -293,7 +377,7 @@ export interface Registry {
 /**
  * An empty registry for one store instance.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category constructors
  */
 export const makeRegistry = (): Registry => {
@@ -309,7 +393,7 @@ export const makeRegistry = (): Registry => {
  * What a backend states to `make`: only what differs between backends. `make` fills the rest the
  * same way for all of them.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category models
  */
 export interface SessionStoreImpl {
@@ -353,7 +437,7 @@ const byCreation = (a: SessionHeader, b: SessionHeader) => a.createdAt - b.creat
  * events; L11 for an unknown id), `loadEach` and `readFrom` where the backend has none, and `list`
  * sorted by `(createdAt, id)`. Every operation but `append` runs in a span `<name>.<operation>`.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category constructors
  */
 export const make = (impl: SessionStoreImpl): SessionStoreShape => {

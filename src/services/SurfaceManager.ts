@@ -6,6 +6,8 @@
  * its default (`live`, `layer`) is this pure code, used by the session layers when none is
  * provided, so no user has to. A replacement must keep the rules of §4 (an instrumented or cached
  * surface, say): the surface is normative.
+ *
+ * @since 0.1.0
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -23,13 +25,28 @@ import { jsonEquals, type Json } from "../schema/Json.js"
 import type { Message } from "../schema/Messages.js"
 import { checkMarkers, isRecord } from "../schema/Validation.js"
 
-/** Errors of a surface transition (D, E, F, G). */
+/**
+ * Errors of a surface transition (D, E, F, G).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export type PlanError = SurfaceMarkerInvalid | ProvenanceInvalid | ReplaceRangeInvalid | ToolResultRewriteInvalid
 
-/** Errors of the full fold: transitions and contiguity (C2, C3). */
+/**
+ * Errors of the full fold: transitions and contiguity (C2, C3).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export type SurfaceError = PlanError | SeqNotContiguous
 
-/** What committing an event does to the surface. */
+/**
+ * What committing an event does to the surface.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type SurfacePlan =
   | { readonly _tag: "None" }
   | { readonly _tag: "Append" }
@@ -45,7 +62,12 @@ export type SurfacePlan =
 const NONE: SurfacePlan = { _tag: "None" }
 const APPEND: SurfacePlan = { _tag: "Append" }
 
-/** One recorded replacement of the full fold. */
+/**
+ * One recorded replacement of the full fold.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Replacement {
   readonly seq: number
   readonly start: number
@@ -53,7 +75,12 @@ export interface Replacement {
   readonly shadowedSeqs: ReadonlyArray<number>
 }
 
-/** The full fold's result (SPEC §4.5): detached data. */
+/**
+ * The full fold's result (SPEC §4.5): detached data.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface SurfaceFold {
   readonly nodes: Array<number>
   readonly replacements: Array<Replacement>
@@ -90,6 +117,9 @@ const onlyContentDiffers = (next: unknown, prev: unknown): boolean => {
 /**
  * Plan one event against a surface without mutating it: D1–D5, E1–E6, then F1–F4, then G1–G3.
  * `eventAt(seq)` returns a committed event of the log (undefined below a window).
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const planSurface = (
   nodes: ReadonlyArray<number>,
@@ -161,7 +191,12 @@ export const planSurface = (
   return { _tag: "Replace", startIdx, endIdx, start, end, shadowed }
 }
 
-/** Apply a plan to a nodes array in place. Returns true for a replacement. */
+/**
+ * Apply a plan to a nodes array in place. Returns true for a replacement.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const applyPlan = (nodes: Array<number>, plan: SurfacePlan, seq: number): boolean => {
   switch (plan._tag) {
     case "None":
@@ -178,6 +213,9 @@ export const applyPlan = (nodes: Array<number>, plan: SurfacePlan, seq: number):
 /**
  * The pure full fold (SPEC §4.5) over a contiguous log whose first event has seq `baseSeq`:
  * C2/C3 contiguity, then the same transitions and errors as the incremental manager.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const foldSurface = (
   events: ReadonlyArray<Event>,
@@ -208,7 +246,12 @@ export const foldSurface = (
   return { nodes, replacements }
 }
 
-/** Narrow a plan result. */
+/**
+ * Narrow a plan result.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const isPlan = <E extends { readonly _tag: string }>(p: E | SurfacePlan): p is SurfacePlan =>
   p._tag === "None" || p._tag === "Append" || p._tag === "Replace"
 
@@ -218,6 +261,9 @@ const contextProjections = new WeakMap<object, Message>()
  * The single-event projection (SPEC §4.6): user/message data verbatim; context/message
  * `{ id, role, content, source }`; assistant/message `data.message` unless its content is empty;
  * tool/result `data.message`; anything else none.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const deriveEventMessage = (event: Event): Message | undefined => {
   const data = event.data as Rec
@@ -242,7 +288,12 @@ export const deriveEventMessage = (event: Event): Message | undefined => {
   }
 }
 
-/** Derive the messages of a surface over a log (from scratch). */
+/**
+ * Derive the messages of a surface over a log (from scratch).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const deriveMessages = (
   nodes: ReadonlyArray<number>,
   eventAt: (seq: number) => Event | undefined
@@ -262,6 +313,9 @@ export const deriveMessages = (
  * caller and only grows; reads catch up with committed events in O(new events). A candidate is
  * planned against the caught-up state without mutating it; when it later appears in the log at
  * the planned seq as the identical object, the remembered plan is applied.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export class SurfaceTracker {
   private readonly nodesArr: Array<number> = []
@@ -282,7 +336,11 @@ export class SurfaceTracker {
   private eventAt = (seq: number): Event | undefined =>
     seq >= this.baseSeq ? this.log[seq - this.baseSeq] : undefined
 
-  /** Fold the committed events not yet processed. */
+  /**
+   * Fold the committed events not yet processed.
+   *
+   * @since 0.1.0
+   */
   catchUp(): void {
     const end = this.baseSeq + this.log.length
     while (this.processed < end) {
@@ -304,7 +362,11 @@ export class SurfaceTracker {
     }
   }
 
-  /** Plan a candidate that would receive `seq`, without mutating the surface. */
+  /**
+   * Plan a candidate that would receive `seq`, without mutating the surface.
+   *
+   * @since 0.1.0
+   */
   plan(event: Event, seq: number): PlanError | SurfacePlan {
     this.catchUp()
     const plan = planSurface(this.nodesArr, event, seq, this.eventAt)
@@ -318,13 +380,21 @@ export class SurfaceTracker {
     return plan
   }
 
-  /** The current nodes (a live read-only view; copy before keeping). */
+  /**
+   * The current nodes (a live read-only view; copy before keeping).
+   *
+   * @since 0.1.0
+   */
   get nodes(): ReadonlyArray<number> {
     this.catchUp()
     return this.nodesArr
   }
 
-  /** +1 per committed replacement. */
+  /**
+   * +1 per committed replacement.
+   *
+   * @since 0.1.0
+   */
   get replaceGeneration(): number {
     this.catchUp()
     return this.generation
@@ -338,7 +408,7 @@ export class SurfaceTracker {
  * The surface as a service (SPEC §4.1): the tracker each open session plans and folds its
  * surface through, the whole-log fold with replacement history, and message derivation.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category models
  */
 export interface SurfaceManagerShape {
@@ -354,7 +424,7 @@ export interface SurfaceManagerShape {
  * The SurfaceManager service. Providing it is optional: the session layers use `live` when the
  * context has none.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category tags
  */
 export class SurfaceManager extends Context.Tag("effect-session-log/SurfaceManager")<SurfaceManager, SurfaceManagerShape>() {}
@@ -362,7 +432,7 @@ export class SurfaceManager extends Context.Tag("effect-session-log/SurfaceManag
 /**
  * The surface of SPEC §4 as written in this module.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category constructors
  */
 export const live: SurfaceManagerShape = {
@@ -374,7 +444,7 @@ export const live: SurfaceManagerShape = {
 /**
  * The default SurfaceManager layer (`live`).
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category layers
  */
 export const layer: Layer.Layer<SurfaceManager> = Layer.succeed(SurfaceManager, live)
@@ -382,7 +452,7 @@ export const layer: Layer.Layer<SurfaceManager> = Layer.succeed(SurfaceManager, 
 /**
  * The SurfaceManager of the context, or `live` when none is provided (needs nothing).
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category accessors
  */
 export const current: Effect.Effect<SurfaceManagerShape> = Effect.map(

@@ -6,6 +6,8 @@
  * kernel locks), `Files` (names, publish, replace, truncate), `SessionCache` (per-session
  * state), `StoreContext` (the steps they share). `make` builds them and returns the
  * store; truncation, replacement and `list` follow.
+ *
+ * @since 0.1.0
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import type * as Path from "@effect/platform/Path"
@@ -28,14 +30,63 @@ import * as JsonlSessions from "./SessionCache.js"
 import { append } from "./Append.js"
 import { changedSinceRead, hintFromRead, mapFs, type Pieces, rescan, scanOptions, underLock } from "./StoreContext.js"
 
-export type { NamedFile } from "./Files.js"
-export { headerLine, toJsonlText } from "./LineEncoding.js"
-export { readJsonlFile, readJsonlFileEach, readJsonlFileHeader } from "./Reader.js"
+export type {
+  /**
+   * One session of the store kept in a file of any name (SPEC §12: a `.jsonl` path given to the CLI).
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  NamedFile
+} from "./Files.js"
+export {
+  /**
+   * The JSONL header record line (line 1), newline included.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  headerLine,
+  /**
+   * Serialise header + events as JSONL text (export); unpacked unless `packChunks` is set.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  toJsonlText
+} from "./LineEncoding.js"
+export {
+  /**
+   * Read one JSONL session file directly (CLI path reads: no root, no file-name check; the id is the header's).
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  readJsonlFile,
+  /**
+   * `readJsonlFile` streamed: the events are handed to `sink` as they are read (`SessionStore.loadEach`).
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  readJsonlFileEach,
+  /**
+   * The header of the `.jsonl` file at `path`, its first line only (nothing else is read), or
+   * `undefined` when there is no such file; the header's refusals (K4–K6, L5–L7) as for a read.
+   *
+   * @since 0.2.0
+   * @category utils
+   */
+  readJsonlFileHeader
+} from "./Reader.js"
 
 /**
  * Options of the JSONL store (SPEC §7.4). The synchronous file calls of appends and of the lock
  * are the `SyncFileSystem` service of the context the store is built in (node:fs and `flock(2)`
  * unless provided: the fault-injection seam of tests).
+ *
+ * @since 0.1.0
+ * @category models
  */
 export interface JsonlStoreOptions {
   readonly root: string
@@ -70,7 +121,12 @@ export interface JsonlStoreOptions {
 
 const DEFAULT_LOCK_TIMEOUT_MS = 5_000
 
-/** Build a JSONL store over `options.root`; its in-process session locks live as long as the scope. */
+/**
+ * Build a JSONL store over `options.root`; its in-process session locks live as long as the scope.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (
   options: JsonlStoreOptions
 ): Effect.Effect<SessionStoreShape, never, FileSystem.FileSystem | Path.Path | Scope.Scope> =>
@@ -252,7 +308,7 @@ const list = (p: Pieces) =>
 /**
  * `make` under its earlier name.
  *
- * @deprecated since 0.3.0: use `JsonlStore.make`.
+ * @deprecated since 0.2.0: use `JsonlStore.make`.
  * @since 0.1.0
  * @category constructors
  */
@@ -261,7 +317,7 @@ export const makeJsonlStore = make
 /**
  * `layer` under its earlier name.
  *
- * @deprecated since 0.3.0: use `JsonlStore.layer`.
+ * @deprecated since 0.2.0: use `JsonlStore.layer`.
  * @since 0.1.0
  * @category layers
  */

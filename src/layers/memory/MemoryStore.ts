@@ -3,6 +3,8 @@
  * `SessionStore.make`. Registration is per store instance (one `make`), appends are atomic because
  * each runs as one synchronous step (also offered to the session handle as `appendSync`), and
  * `replaceLog` keeps the previous content as a backup in memory.
+ *
+ * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -18,13 +20,18 @@ import {
   syncAppendOf
 } from "../../services/SessionStore.js"
 
-/** Options of the memory store. */
+/**
+ * Options of the memory store.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface MemoryStoreOptions extends BatchCheckOptions {}
 
 /**
  * The synchronous append of a store built by `make` (`SessionStore.syncAppendOf`).
  *
- * @deprecated since 0.3.0: the path is the store's optional `appendSync` member; use `SessionStore.syncAppendOf`.
+ * @deprecated since 0.2.0: the path is the store's optional `appendSync` member; use `SessionStore.syncAppendOf`.
  * @since 0.1.0
  * @category utils
  */
@@ -149,7 +156,7 @@ export const layer = (options: MemoryStoreOptions = {}): Layer.Layer<SessionStor
 /**
  * `make` under its earlier name.
  *
- * @deprecated since 0.3.0: use `MemoryStore.make`.
+ * @deprecated since 0.2.0: use `MemoryStore.make`.
  * @since 0.1.0
  * @category constructors
  */
@@ -158,7 +165,7 @@ export const makeMemoryStore = make
 /**
  * `layer` under its earlier name.
  *
- * @deprecated since 0.3.0: use `MemoryStore.layer`.
+ * @deprecated since 0.2.0: use `MemoryStore.layer`.
  * @since 0.1.0
  * @category layers
  */

@@ -4,6 +4,8 @@
  * interrupted), streamed one part per stream chunk. Every request received (prompt, tools, tool
  * choice and the call scalars of `ModelRequestConfig`) is captured; an exhausted script dies
  * loudly, and so does closing the layer with scripts left unconsumed.
+ *
+ * @since 0.1.0
  */
 import type * as AiError from "@effect/ai/AiError"
 import * as LanguageModel from "@effect/ai/LanguageModel"
@@ -18,7 +20,12 @@ import { encodeJson, type Json } from "../../schema/Json.js"
 import type { RequestConfig, ToolSpec } from "../../schema/RequestHeader.js"
 import { ModelRequestConfig, toolSpecs } from "../../services/PromptConversion.js"
 
-/** One step of a call script. */
+/**
+ * One step of a call script.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type ScriptPart =
   /** A text block, streamed as start, one delta per word (or the given deltas), end. */
   | { readonly type: "text"; readonly text: string; readonly deltas?: ReadonlyArray<string> }
@@ -50,10 +57,20 @@ export type ScriptPart =
   /** Complete `reached` (if given), then never produce another part: the call hangs until interrupted. */
   | { readonly type: "hang"; readonly reached?: Deferred.Deferred<void> }
 
-/** The parts of one model call, in order. */
+/**
+ * The parts of one model call, in order.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type CallScript = ReadonlyArray<ScriptPart>
 
-/** One request the model received. */
+/**
+ * One request the model received.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface CapturedRequest {
   readonly prompt: Prompt.Prompt
   readonly tools: ReadonlyArray<ToolSpec>
@@ -61,7 +78,12 @@ export interface CapturedRequest {
   readonly config: RequestConfig | undefined
 }
 
-/** Test access to the scripted model. */
+/**
+ * Test access to the scripted model.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ScriptedModelShape {
   /**
    * Every request received so far, in order, when the model was made with `captureRequests`;
@@ -76,10 +98,20 @@ export interface ScriptedModelShape {
   readonly push: (...scripts: ReadonlyArray<CallScript>) => Effect.Effect<void>
 }
 
-/** The scripted model's test handle. */
+/**
+ * The scripted model's test handle.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
 export class ScriptedModel extends Context.Tag("effect-session-log/ScriptedModel")<ScriptedModel, ScriptedModelShape>() {}
 
-/** Options of the scripted model. */
+/**
+ * Options of the scripted model.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ScriptedLanguageModelOptions {
   readonly scripts: ReadonlyArray<CallScript>
   /** Die when the layer is released with scripts left (default true). */
@@ -185,7 +217,12 @@ const streamScript = (script: CallScript): Stream.Stream<Response.StreamPartEnco
     })
   )
 
-/** Build the scripted model: the `LanguageModel` service and its test handle. */
+/**
+ * Build the scripted model: the `LanguageModel` service and its test handle.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (
   options: ScriptedLanguageModelOptions
 ): Effect.Effect<{ readonly model: LanguageModel.Service; readonly handle: ScriptedModelShape }> =>
@@ -228,7 +265,12 @@ export const make = (
     return { model, handle }
   })
 
-/** The scripted `LanguageModel` plus its `ScriptedModel` handle; dies on release with unconsumed scripts. */
+/**
+ * The scripted `LanguageModel` plus its `ScriptedModel` handle; dies on release with unconsumed scripts.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (
   options: ScriptedLanguageModelOptions
 ): Layer.Layer<LanguageModel.LanguageModel | ScriptedModel> =>
@@ -246,7 +288,7 @@ export const layer = (
 /**
  * `make` under its earlier name.
  *
- * @deprecated since 0.3.0: use `ScriptedLanguageModel.make`.
+ * @deprecated since 0.2.0: use `ScriptedLanguageModel.make`.
  * @since 0.1.0
  * @category constructors
  */
@@ -255,7 +297,7 @@ export const makeScriptedLanguageModel = make
 /**
  * `layer` under its earlier name.
  *
- * @deprecated since 0.3.0: use `ScriptedLanguageModel.layer`.
+ * @deprecated since 0.2.0: use `ScriptedLanguageModel.layer`.
  * @since 0.1.0
  * @category layers
  */

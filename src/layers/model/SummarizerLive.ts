@@ -3,6 +3,8 @@
  * summarisation call through `@effect/ai`, folds its parts as the agent loop does (`ResponseChunks`:
  * chunks, then content, usage and finish) and enforces the P7 failure cases, and the
  * deterministic layer used by tests and the demo (no model call, exact text output).
+ *
+ * @since 0.1.0
  */
 import * as LanguageModel from "@effect/ai/LanguageModel"
 import type * as Response from "@effect/ai/Response"
@@ -47,7 +49,12 @@ const textOf = (message: Message): string => {
   return out
 }
 
-/** One line of the deterministic summary: `- <role>: <text>` (SPEC §9.5). */
+/**
+ * One line of the deterministic summary: `- <role>: <text>` (SPEC §9.5).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const deterministicLine = (message: Message): string => {
   const collapsed = textOf(message).replace(/\s+/g, " ").trim()
   if (collapsed.length === 0) return `- ${message.role}: (no text)`
@@ -56,7 +63,12 @@ export const deterministicLine = (message: Message): string => {
   return `- ${message.role}: ${text}`
 }
 
-/** The deterministic summariser: `provider: "deterministic"`, `model: "summary-v1"`, no model call. */
+/**
+ * The deterministic summariser: `provider: "deterministic"`, `model: "summary-v1"`, no model call.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
 export const makeDeterministic = (): SummarizerShape => ({
   summarize: (input) =>
     Effect.sync((): SummaryOutput => ({
@@ -66,7 +78,12 @@ export const makeDeterministic = (): SummarizerShape => ({
     }))
 })
 
-/** The deterministic Summarizer layer. */
+/**
+ * The deterministic Summarizer layer.
+ *
+ * @since 0.2.0
+ * @category layers
+ */
 export const layerDeterministic: Layer.Layer<Summarizer> = Layer.sync(
   Summarizer,
   makeDeterministic
@@ -75,7 +92,12 @@ export const layerDeterministic: Layer.Layer<Summarizer> = Layer.sync(
 // ---------------------------------------------------------------------------------------------
 // LanguageModel-backed layer
 
-/** Options of the LanguageModel-backed summariser. */
+/**
+ * Options of the LanguageModel-backed summariser.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface SummarizerLiveOptions {
   /** The configured summarisation route (used when both are given). */
   readonly provider?: string | undefined
@@ -91,10 +113,20 @@ export interface SummarizerLiveOptions {
     | undefined
 }
 
-/** The default `maxTokens` of a summarisation call. */
+/**
+ * The default `maxTokens` of a summarisation call.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const DEFAULT_SUMMARY_MAX_TOKENS = 8192
 
-/** The final user message of a summarisation request. */
+/**
+ * The final user message of a summarisation request.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const instructionMessage: Message = {
   id: "compaction-summarizer-instruction",
   role: "user",
@@ -102,7 +134,12 @@ export const instructionMessage: Message = {
   source: { kind: "plugin", plugin: "compaction-summarizer" }
 }
 
-/** The summarisation request in the library's vocabulary (pure). */
+/**
+ * The summarisation request in the library's vocabulary (pure).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface SummaryRequest {
   readonly provider: string
   readonly model: string
@@ -112,7 +149,12 @@ export interface SummaryRequest {
   readonly messages: ReadonlyArray<Message>
 }
 
-/** Resolve the route (configured, else logged header, else agent); `undefined` when none (P7). */
+/**
+ * Resolve the route (configured, else logged header, else agent); `undefined` when none (P7).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const resolveRoute = (options: SummarizerLiveOptions, input: SummaryInput): SummaryRoute | undefined => {
   if (options.provider !== undefined && options.model !== undefined) {
     return { provider: options.provider, model: options.model }
@@ -120,7 +162,12 @@ export const resolveRoute = (options: SummarizerLiveOptions, input: SummaryInput
   return input.loggedRoute ?? input.agentRoute
 }
 
-/** Build the request: shadowed messages plus the instruction; system and tools from the header. */
+/**
+ * Build the request: shadowed messages plus the instruction; system and tools from the header.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const buildSummaryRequest = (
   options: SummarizerLiveOptions,
   input: SummaryInput
@@ -199,7 +246,12 @@ const emptyFold = (): Folded => ({
 const errorText = (e: unknown): string =>
   e instanceof Error ? e.message : isRecord(e) && typeof e.message === "string" ? e.message : String(e)
 
-/** Judge a finished stream (SPEC §9.5 outcome rules); pure. */
+/**
+ * Judge a finished stream (SPEC §9.5 outcome rules); pure.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const judgeOutput = (request: SummaryRequest, folded: Folded): SummaryOutput | CompactionRejected => {
   if (folded.sawError) return p7(`summariser stream reported an error: ${errorText(folded.error)}`)
   const reason = folded.rawFinish
@@ -229,7 +281,12 @@ export const judgeOutput = (request: SummaryRequest, folded: Folded): SummaryOut
   }
 }
 
-/** The LanguageModel-backed summariser (one streamed call per summary). */
+/**
+ * The LanguageModel-backed summariser (one streamed call per summary).
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
 export const makeModel = (
   options: SummarizerLiveOptions = {}
 ): Effect.Effect<SummarizerShape, never, LanguageModel.LanguageModel> =>
@@ -257,7 +314,12 @@ export const makeModel = (
     })
   }))
 
-/** The LanguageModel-backed Summarizer layer. */
+/**
+ * The LanguageModel-backed Summarizer layer.
+ *
+ * @since 0.2.0
+ * @category layers
+ */
 export const layerModel = (
   options: SummarizerLiveOptions = {}
 ): Layer.Layer<Summarizer, never, LanguageModel.LanguageModel> =>
@@ -266,7 +328,7 @@ export const layerModel = (
 /**
  * `makeDeterministic` under its earlier name.
  *
- * @deprecated since 0.3.0: use `SummarizerLive.makeDeterministic`.
+ * @deprecated since 0.2.0: use `SummarizerLive.makeDeterministic`.
  * @since 0.1.0
  * @category constructors
  */
@@ -275,7 +337,7 @@ export const makeSummarizerDeterministic = makeDeterministic
 /**
  * `layerDeterministic` under its earlier name.
  *
- * @deprecated since 0.3.0: use `SummarizerLive.layerDeterministic`.
+ * @deprecated since 0.2.0: use `SummarizerLive.layerDeterministic`.
  * @since 0.1.0
  * @category layers
  */
@@ -284,7 +346,7 @@ export const layerSummarizerDeterministic = layerDeterministic
 /**
  * `makeModel` under its earlier name.
  *
- * @deprecated since 0.3.0: use `SummarizerLive.makeModel`.
+ * @deprecated since 0.2.0: use `SummarizerLive.makeModel`.
  * @since 0.1.0
  * @category constructors
  */
@@ -293,7 +355,7 @@ export const makeSummarizerModel = makeModel
 /**
  * `layerModel` under its earlier name.
  *
- * @deprecated since 0.3.0: use `SummarizerLive.layerModel`.
+ * @deprecated since 0.2.0: use `SummarizerLive.layerModel`.
  * @since 0.1.0
  * @category layers
  */

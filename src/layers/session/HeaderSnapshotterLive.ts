@@ -2,6 +2,8 @@
  * The default HeaderSnapshotter (SPEC §5.3): rules R1–R8 over a session handle's log, the
  * canonical header form of §5.1 and the equality of §5.2. `record` decides and appends while
  * holding the session's append lock, so no other append can slip between decision and write.
+ *
+ * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -24,10 +26,20 @@ import {
 } from "../../services/HeaderSnapshotter.js"
 import type { SessionShape } from "../../services/Session.js"
 
-/** Options of the default snapshotter (none yet; kept for the make/layer convention). */
+/**
+ * Options of the default snapshotter (none yet; kept for the make/layer convention).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface HeaderSnapshotterOptions {}
 
-/** R7: the context differs in provider, model or contextWindow (an absent window differs from a present one). */
+/**
+ * R7: the context differs in provider, model or contextWindow (an absent window differs from a present one).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const contextDiffers = (next: RequestContext, latest: RequestContext | undefined): boolean =>
   latest === undefined || next.provider !== latest.provider || next.model !== latest.model ||
   next.contextWindow !== latest.contextWindow
@@ -42,6 +54,9 @@ const contextData = (c: RequestContext): RequestContext =>
  * R1–R7 as a pure function of the handle's state: `latest` = the latest canonical snapshot B (or
  * none), `latestContext` = the latest context, `replacedSinceHeader` = R5 (a replacement surface
  * event committed after B, kept by the handle as events commit).
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const decideSnapshot = (
   plan: ModelRequestPlan,
@@ -68,7 +83,12 @@ export const decideSnapshot = (
 const lossless = (fail: { readonly rule: string; readonly path: string; readonly detail: string }, seq: number) =>
   new NotLosslessJson({ rule: fail.rule, seq, path: fail.path, detail: fail.detail })
 
-/** Build the default snapshotter. */
+/**
+ * Build the default snapshotter.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (_options: HeaderSnapshotterOptions = {}): HeaderSnapshotterShape => {
   const decide = Effect.fn("HeaderSnapshotter.decide")(function*(session: SessionShape, plan: ModelRequestPlan) {
     // counts kept by the handle: no copy of the log per model call
@@ -116,17 +136,27 @@ export const make = (_options: HeaderSnapshotterOptions = {}): HeaderSnapshotter
   return { decide, record }
 }
 
-/** The default HeaderSnapshotter layer. */
+/**
+ * The default HeaderSnapshotter layer.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerHeaderSnapshotter = (options: HeaderSnapshotterOptions = {}): Layer.Layer<HeaderSnapshotter> =>
   Layer.succeed(HeaderSnapshotter, make(options))
 
-/** The default HeaderSnapshotter layer (no options). */
+/**
+ * The default HeaderSnapshotter layer (no options).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer: Layer.Layer<HeaderSnapshotter> = layerHeaderSnapshotter()
 
 /**
  * `make` under its earlier name.
  *
- * @deprecated since 0.3.0: use `HeaderSnapshotterLive.make`.
+ * @deprecated since 0.2.0: use `HeaderSnapshotterLive.make`.
  * @since 0.1.0
  * @category constructors
  */

@@ -2,6 +2,8 @@
  * The optional invariants validator (SPEC §11.4, V1–V22): turn and step nesting and numbering,
  * tool-call pairing within a step, and compaction-bracket and prune rules. Each rule is checked
  * before commit (a veto) and the state advances after commit; seeds replay through the same rules.
+ *
+ * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -198,7 +200,12 @@ const advance = (st: State, e: Event): void => {
   }
 }
 
-/** A fresh invariants validator for one session. */
+/**
+ * A fresh invariants validator for one session.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const makeValidator: ValidatorFactory = () =>
   Effect.sync((): PreCommitValidator => {
     const st: State = {
@@ -223,5 +230,10 @@ export const makeValidator: ValidatorFactory = () =>
     }
   })
 
-/** Provide the invariants validator to every Session constructor. */
+/**
+ * Provide the invariants validator to every Session constructor.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer: Layer.Layer<Invariants> = Layer.succeed(Invariants, makeValidator)

@@ -26,7 +26,15 @@ import * as SurfaceManager from "../../services/SurfaceManager.js"
 import { makeHandle, type PersistenceOptions } from "./Handle.js"
 
 /** How appends reach the store (re-exported from the handle module). */
-export type { PersistenceOptions } from "./Handle.js"
+export type {
+  /**
+   * How appends reach the store.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  PersistenceOptions
+} from "./Handle.js"
 
 interface CommonOptions {
   readonly persistence?: PersistenceOptions
@@ -36,35 +44,75 @@ interface CommonOptions {
   readonly maxEventBytes?: number
 }
 
-/** Options of `create`. */
+/**
+ * Options of `create`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface CreateOptions extends CommonOptions {
   readonly id?: string
   /** Header fields; `version`, `id` and `createdAt` default to 1, the id and Clock now. */
   readonly header?: Record<string, unknown>
 }
 
-/** Options of `fromSeed`. */
+/**
+ * Options of `fromSeed`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface FromSeedOptions extends CommonOptions {
   readonly header: unknown
   readonly seed: unknown
 }
 
-/** Options of `open`. */
+/**
+ * Options of `open`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface OpenOptions extends CommonOptions {}
 
-/** Errors of `create`. */
+/**
+ * Errors of `create`.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export type CreateError = SessionHeaderInvalid | SessionExists | StoreFailure
 
-/** Errors of `fromSeed`. */
+/**
+ * Errors of `fromSeed`.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export type FromSeedError = SeedError | SessionHeaderInvalid | SessionExists | AppendError
 
-/** Errors of `open`. */
+/**
+ * Errors of `open`.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export type OpenError = ReadError | AppendError
 
-/** Options of `fork`: where, the child's id, and the child handle's options. */
+/**
+ * Options of `fork`: where, the child's id, and the child handle's options.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ForkOptions extends ForkPoint, CommonOptions {}
 
-/** Errors of `fork`. */
+/**
+ * Errors of `fork`.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export type ForkError = PlanError | Exclude<FromSeedError, SessionExists>
 
 
@@ -167,7 +215,8 @@ export const fromSeed = (
  *   const session = yield* SessionLive.open("build-4711")
  *   return yield* session.messages
  * })
- * messages.pipe(Effect.scoped, Effect.provide(SqliteStore.layer({ filename: "sessions.db" })), Effect.runPromise)
+ * // run it with Effect.runPromise(main)
+ * export const main = messages.pipe(Effect.scoped, Effect.provide(SqliteStore.layer({ filename: "sessions.db" })))
  * ```
  *
  * @since 0.1.0
@@ -254,4 +303,26 @@ export const layerOpen = (id: string, options: OpenOptions = {}): Layer.Layer<Se
   Layer.scoped(Session, open(id, options))
 
 /** Cold-read a session with its repair closers, in memory only (SPEC §7.2); never writes. */
-export { inspect, inspectLoaded, type InspectResult } from "../../services/Resume.js"
+export {
+  /**
+   * Cold-read a session with its repair closers, in memory only (SPEC §7.2); never writes.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  inspect,
+  /**
+   * The repaired in-memory view of a loaded session (SPEC §7.2 steps 2–3); never writes.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  inspectLoaded,
+  /**
+   * The result of `inspect`: a frozen, repaired view of a stored session; nothing is written.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  type InspectResult
+} from "../../services/Resume.js"

@@ -3,6 +3,8 @@
  * (`SqlDialect`): three tables, every write one transaction that begins with the write lock and
  * checks the expected seq or the revision, every load one read transaction paged by seq. No
  * `SqlError` leaves it: driver failures are `StoreFailure { method, cause }`, undecodable rows L9.
+ *
+ * @since 0.1.0
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Clock from "effect/Clock"
@@ -20,7 +22,12 @@ import { makeStore } from "./StoreContext.js"
 import * as Operations from "./Operations.js"
 import { reserveForScope, reservePerOperation, reserveReusing } from "./Transaction.js"
 
-/** Options of the SQL store (one interface for `make` and `layer`). */
+/**
+ * Options of the SQL store (one interface for `make` and `layer`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface SqlStoreOptions {
   /** The database dialect (DDL, ownership check, transactions, driver failures). */
   readonly dialect: SqlDialect
@@ -51,6 +58,9 @@ export interface SqlStoreOptions {
  * Build a SQL store over the `SqlClient` in context. Opens the database through the dialect now
  * (connection settings, ownership check, the schema on a pristine database); the store's
  * connection (or, for a pool, each operation's) is released with the scope.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = (
   options: SqlStoreOptions
@@ -114,7 +124,12 @@ export const make = (
     })
   })
 
-/** The SQL store as a layer over the `SqlClient` in context; bind it to a const (each build is its own store). */
+/**
+ * The SQL store as a layer over the `SqlClient` in context; bind it to a const (each build is its own store).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (
   options: SqlStoreOptions
 ): Layer.Layer<SessionStore, StoreSchemaMismatch | StoreFailure, SqlClient.SqlClient> =>
@@ -123,7 +138,7 @@ export const layer = (
 /**
  * `make` under its earlier name.
  *
- * @deprecated since 0.3.0: use `SqlStore.make`.
+ * @deprecated since 0.2.0: use `SqlStore.make`.
  * @since 0.1.0
  * @category constructors
  */
@@ -132,7 +147,7 @@ export const makeSqlStore = make
 /**
  * `layer` under its earlier name.
  *
- * @deprecated since 0.3.0: use `SqlStore.layer`.
+ * @deprecated since 0.2.0: use `SqlStore.layer`.
  * @since 0.1.0
  * @category layers
  */

@@ -39,20 +39,116 @@ import * as Checkpoint from "./Checkpoint.js"
 import { type CompactionPolicy, onOverflow } from "../compaction/Policy.js"
 
 export type {
+  /**
+   * Failures of a turn: the log itself could not be written (the turn still ends when it can).
+   *
+   * @since 0.1.0
+   * @category errors
+   */
   AgentError,
+  /**
+   * A loop instance (SPEC §5.3): keeps its own first-request flag.
+   *
+   * @since 0.1.0
+   * @category models
+   */
   AgentLoop,
+  /**
+   * Options of one loop instance.
+   *
+   * @since 0.1.0
+   * @category models
+   */
   AgentLoopOptions,
+  /**
+   * The composition of the next model request (SPEC §5.3 "Choosing H"): the rendered system prompt
+   * and, optionally, the names of the toolkit's tools offered to the model. A switch (a mode, a
+   * config option) takes effect at the next model call, whose header then differs (`change`).
+   *
+   * @since 0.1.0
+   * @category models
+   */
   Composition,
+  /**
+   * The `overflow` option: an `onOverflow(policy)` handler (or any `OverflowRetry`), or a policy.
+   *
+   * @since 0.1.0
+   * @category models
+   */
   OverflowOption,
+  /**
+   * What the `overflow` option needs: the handler's requirements, or `Session | Summarizer` for a policy.
+   *
+   * @since 0.1.0
+   * @category models
+   */
   OverflowRequirements,
+  /**
+   * The context-overflow retry of SPEC §9.7 (the shape of `Compact.onOverflow(policy)`): classify a
+   * model error as an overflow, make room (prune and compact) and answer whether the request may be
+   * retried, and reset the retry counter after a successful assistant message.
+   *
+   * @since 0.1.0
+   * @category models
+   */
   OverflowRetry,
+  /**
+   * What the pre-step hook sees (compaction and pruning run here, before `step/start`).
+   *
+   * @since 0.1.0
+   * @category models
+   */
   PreStepContext,
+  /**
+   * The model route: provider, model and capacity.
+   *
+   * @since 0.1.0
+   * @category models
+   */
   Route,
+  /**
+   * What the pre-execution policy decides: run the call (`void`), or deny it — the call is
+   * recorded (`tool/call`) and answered by an error `tool/result` with `text` and `code`, its body
+   * never runs.
+   *
+   * @since 0.1.0
+   * @category models
+   */
   ToolCallDecision,
+  /**
+   * A tool call about to start (the pre-execution policy sees it before `tool/call` is written).
+   *
+   * @since 0.1.0
+   * @category models
+   */
   ToolCallRequest,
+  /**
+   * A `turn/end` reason written by the loop.
+   *
+   * @since 0.1.0
+   * @category models
+   */
   TurnEndReason,
+  /**
+   * Options of one turn.
+   *
+   * @since 0.1.0
+   * @category models
+   */
   TurnOptions,
+  /**
+   * The outcome of a turn that ran to its `turn/end`.
+   *
+   * @since 0.1.0
+   * @category models
+   */
   TurnResult,
+  /**
+   * One input of a turn: a user prompt, or injected context (a `context/message`).
+   *
+   * @since 0.1.0
+   * @category models
+   */
   UserInput
 } from "./TurnTypes.js"
 

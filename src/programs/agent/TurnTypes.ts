@@ -77,7 +77,8 @@ export interface PreStepContext {
 /**
  * The context-overflow retry of SPEC §9.7 (the shape of `Compact.onOverflow(policy)`): classify a
  * model error as an overflow, make room (prune and compact) and answer whether the request may be
- * retried, and reset the retry counter after a successful assistant message. *
+ * retried, and reset the retry counter after a successful assistant message.
+ *
  * @since 0.1.0
  * @category models
  */

@@ -3,6 +3,8 @@
  * (counted in code points, surrogate pairs never split), leaving a head, `PRUNE_MARKER` and a
  * tail, and writes each cut as `compaction/prune` immediately followed by a content-only
  * `tool/result` replacement. One pass converges.
+ *
+ * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
@@ -197,10 +199,10 @@ export interface PruneOptions {
  *   config: { thresholdChars: 4000, headChars: 2000, tailChars: 500 }
  * }).pipe(Effect.tap((report) => Effect.log(`pruned ${report.pruned.length} tool results`)))
  *
- * program.pipe(
+ * // run it with Effect.runPromise(main)
+ * export const main = program.pipe(
  *   Effect.provide(SessionLive.layerOpen("s1")),
- *   Effect.provide(SqliteStore.layer({ filename: "./sessions.db" })),
- *   Effect.runPromise
+ *   Effect.provide(SqliteStore.layer({ filename: "./sessions.db" }))
  * )
  * ```
  *

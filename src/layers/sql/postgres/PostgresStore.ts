@@ -4,6 +4,8 @@
  * in Schema.ts): READ COMMITTED writes whose row locks and unique keys decide between
  * writers, REPEATABLE READ loads, hot statements kept prepared per connection, SQLSTATEs told
  * apart; and the client (BIGINT read as numbers, the durability check) behind `make`.
+ *
+ * @since 0.1.0
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
@@ -20,9 +22,37 @@ import { APPLICATION, CANONICAL_SCHEMA, ownership, stamp } from "./Schema.js"
 import { type DriverFailure, LONE_SURROGATE, type SqlDialect, storeFailure } from "../Dialect.js"
 import { makeSqlStore } from "../SqlStore.js"
 
-export { APPLICATION, CANONICAL_SCHEMA, SCHEMA_VERSION } from "./Schema.js"
+export {
+  /**
+   * The application named in the meta row.
+   *
+   * @since 0.1.0
+   * @category constants
+   */
+  APPLICATION,
+  /**
+   * The canonical tables of version 2 in creation order: `event_rows` references `sessions`.
+   *
+   * @since 0.1.0
+   * @category constants
+   */
+  CANONICAL_SCHEMA,
+  /**
+   * The schema version in the meta row (README "SQL schema version 2"); version 1 is migrated by a
+   * writing open and read as it is by a read-only one; any other is refused (bump-and-reject).
+   *
+   * @since 0.1.0
+   * @category constants
+   */
+  SCHEMA_VERSION
+} from "./Schema.js"
 
-/** Options of the PostgreSQL store (one interface for `make` and `layer`). */
+/**
+ * Options of the PostgreSQL store (one interface for `make` and `layer`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface PostgresStoreOptions {
   /**
    * `postgres://user@host:port/database` (or `postgresql://`). Query parameters go to the driver
@@ -168,7 +198,12 @@ const checkConnection = Effect.gen(function*() {
   }
 })
 
-/** The PostgreSQL dialect of the SQL store (for a client built with `clientTypes`). */
+/**
+ * The PostgreSQL dialect of the SQL store (for a client built with `clientTypes`).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const postgresDialect: SqlDialect = {
   name: "PostgreSQL",
   // SPEC §7.6: READ COMMITTED suffices; the UPDATE's row lock and the unique keys decide
@@ -207,6 +242,9 @@ const toBytes = (text: string): Uint8Array | string =>
  * The text parsers of the store's client: integers (BIGINT included: all stored values are safe
  * integers, SPEC §7.6) and floats as numbers, booleans as booleans, BYTEA as bytes, everything
  * else as text.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const clientTypes = {
   getTypeParser: (oid: number): (text: string) => unknown => {
@@ -234,7 +272,12 @@ const DEFAULT_CONNECT_TIMEOUT_MS = 5_000
 const urlOf = (options: PostgresStoreOptions): string =>
   typeof options.url === "string" ? options.url : Redacted.value(options.url)
 
-/** The URL as shown in errors and logs: no password, no query parameters. */
+/**
+ * The URL as shown in errors and logs: no password, no query parameters.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const displayLocation = (url: string): string => {
   try {
     const u = new URL(url)
@@ -249,6 +292,9 @@ export const displayLocation = (url: string): string => {
  * A pool on `options.url` with `clientTypes` and `PreparingClient`s, after one successful
  * `SELECT 1`; closed with the scope. `@effect/sql-pg` (and its `pg`) are imported here, on first
  * use: they are optional peer dependencies.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const makeClient = (options: PostgresStoreOptions): Effect.Effect<SqlClient.SqlClient, StoreFailure, Scope.Scope> =>
   Effect.gen(function*() {
@@ -294,6 +340,9 @@ export const makeClient = (options: PostgresStoreOptions): Effect.Effect<SqlClie
  * Whether the database at `options.url` holds a session-log schema (a `session_log_meta` table in
  * its current schema), read without writing anything: a reading command finds no store in a
  * database that has none, and creates none.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const hasSchema = (options: PostgresStoreOptions): Effect.Effect<boolean, StoreFailure> =>
   Effect.scoped(Effect.gen(function*() {
@@ -309,6 +358,9 @@ export const hasSchema = (options: PostgresStoreOptions): Effect.Effect<boolean,
 /**
  * Build a PostgreSQL store on `options.url`; connects and checks the database now (SPEC §7.6: the
  * schema on an empty one, S10 on a foreign one). The pool closes with the scope.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = (
   options: PostgresStoreOptions
@@ -347,7 +399,7 @@ export const layer = (
 /**
  * `make` under its earlier name.
  *
- * @deprecated since 0.3.0: use `PostgresStore.make`.
+ * @deprecated since 0.2.0: use `PostgresStore.make`.
  * @since 0.1.0
  * @category constructors
  */
@@ -356,7 +408,7 @@ export const makePostgresStore = make
 /**
  * `layer` under its earlier name.
  *
- * @deprecated since 0.3.0: use `PostgresStore.layer`.
+ * @deprecated since 0.2.0: use `PostgresStore.layer`.
  * @since 0.1.0
  * @category layers
  */

@@ -4,6 +4,8 @@
  * their read-backs) and schema (`Schema.ts`: the canonical STRICT tables and the ownership check,
  * bump-and-reject); and read-only opens (`readOnly`), which create, lock-file or modify nothing
  * (SPEC §12, L8).
+ *
+ * @since 0.1.0
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
@@ -17,10 +19,54 @@ import { onConnection, reservePerOperation, transaction } from "../Transaction.j
 import { busyTimeoutOf, sqliteDialect, type SqliteDialectOptions } from "./Dialect.js"
 import { changedUnderneath, type OpenTarget, sqliteClient } from "./Open.js"
 
-export { sqliteDialect } from "./Dialect.js"
-export { APPLICATION_ID, CANONICAL_SCHEMA, CANONICAL_SCHEMA_V1, SCHEMA_VERSION } from "./Schema.js"
+export {
+  /**
+   * The SQLite dialect of the SQL store for `options`.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  sqliteDialect
+} from "./Dialect.js"
+export {
+  /**
+   * The `application_id` of a session-log database ("ESLG").
+   *
+   * @since 0.1.0
+   * @category constants
+   */
+  APPLICATION_ID,
+  /**
+   * The canonical schema objects of version 2, in `sqlite_schema` name order.
+   *
+   * @since 0.1.0
+   * @category constants
+   */
+  CANONICAL_SCHEMA,
+  /**
+   * The canonical schema objects of version 1 (SPEC §7.5), in `sqlite_schema` name order.
+   *
+   * @since 0.1.0
+   * @category constants
+   */
+  CANONICAL_SCHEMA_V1,
+  /**
+   * The schema version stamped into `user_version` (README "SQL schema version 2"); version 1 (SPEC
+   * §7.5) is migrated by a writing open and read as it is by a read-only one; any other is refused
+   * (bump-and-reject).
+   *
+   * @since 0.1.0
+   * @category constants
+   */
+  SCHEMA_VERSION
+} from "./Schema.js"
 
-/** Options of the SQLite store (one interface for `make` and `layer`). */
+/**
+ * Options of the SQLite store (one interface for `make` and `layer`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface SqliteStoreOptions extends SqliteDialectOptions {
   readonly maxEventBytes?: number
   /**
@@ -91,6 +137,9 @@ const readOnlyStore = (store: SessionStoreShape, target: OpenTarget, filename: s
  * the creation in one BEGIN IMMEDIATE transaction, then WAL and synchronous=FULL with read-back;
  * read-only: the ownership check in a read transaction and nothing else). Returns the client; the
  * connection closes with the scope.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const openDatabase = (
   options: SqliteStoreOptions
@@ -153,7 +202,7 @@ export const layer = (
 /**
  * `make` under its earlier name.
  *
- * @deprecated since 0.3.0: use `SqliteStore.make`.
+ * @deprecated since 0.2.0: use `SqliteStore.make`.
  * @since 0.1.0
  * @category constructors
  */
@@ -162,7 +211,7 @@ export const makeSqliteStore = make
 /**
  * `layer` under its earlier name.
  *
- * @deprecated since 0.3.0: use `SqliteStore.layer`.
+ * @deprecated since 0.2.0: use `SqliteStore.layer`.
  * @since 0.1.0
  * @category layers
  */
