@@ -10,6 +10,10 @@ export default defineConfig({
     globalSetup: ["test/cli.setup.ts", "test/postgres.setup.ts"],
     testTimeout: 60_000,
     hookTimeout: 60_000,
-    pool: "forks"
+    pool: "forks",
+    // both cores: vitest's default leaves one free (one worker on a 2-core machine); the tests'
+    // verdicts do not depend on speed, and most of a CLI test's time is its child processes
+    maxWorkers: 2,
+    minWorkers: 1
   }
 })

@@ -68,6 +68,20 @@ describe("docs (issue 29)", () => {
     assert.deepStrictEqual(cited, [])
   })
 
+  it("a comment citing a page of the documentation names one that ships, and a heading of it when it quotes one", () => {
+    const broken: Array<string> = []
+    for (const file of sources.filter((f) => f !== "test/docs.test.ts")) {
+      const text = read(file).replace(/\n\s*\*\s*/g, " ")
+      for (const [, page, heading] of text.matchAll(/\b((?:docs|bench)\/[a-z-]+\.md)(?: "([^"]+)")?/gi)) {
+        if (!existsSync(join(repo, page!))) broken.push(`${file}: ${page} (no such file)`)
+        else if (heading !== undefined && !headings(read(page!)).includes(heading)) broken.push(`${file}: ${page} "${heading}"`)
+      }
+      // the README is a front page now: its sections are not cited as the reference
+      for (const [cite] of text.matchAll(/README "[^"]+"/g)) broken.push(`${file}: ${cite}`)
+    }
+    assert.deepStrictEqual(broken, [])
+  })
+
   it("every relative link of the README, docs/, bench/README.md and CHANGELOG.md resolves", () => {
     const pages = ["README.md", "CHANGELOG.md", "bench/README.md", ...walk("docs").filter((f) => f.endsWith(".md"))]
       .filter((f) => existsSync(join(repo, f)))

@@ -1,5 +1,5 @@
 /**
- * The fixed error catalogue (README "Errors"). Every rejection is one of these tagged errors and
+ * The fixed error catalogue (docs/guide.md "Errors"). Every rejection is one of these tagged errors and
  * carries the SPEC rule id that fired (`rule`) and, where one exists, the offending `seq`
  * (for a seed or a loaded log: the index). Errors carry data; `message` renders it for people.
  *

@@ -23,7 +23,7 @@ import type { SessionHeader } from "../schema/SessionHeader.js"
 import { checkEnvelope, checkLegacy, checkRecordKind, checkTypeShape, isRecord, notLossless } from "../schema/Validation.js"
 import { Invariants } from "./Invariants.js"
 import type { PreCommitValidator, ValidatorFactory } from "./Session.js"
-import { applyPlan, current, isPlan, planSurface, type SurfaceTracker } from "./SurfaceManager.js"
+import { applyPlan, isPlan, planSurface, SurfaceManager, type SurfaceTracker } from "./SurfaceManager.js"
 
 /**
  * Errors of seed validation.
@@ -100,7 +100,7 @@ export const validateSeed = (
     const validators = options.validators ?? []
     const coldRead = options.coldRead === true
     const events: Array<Event> = options.continueFrom?.events ?? []
-    const tracker = options.continueFrom?.tracker ?? (yield* current).track(events)
+    const tracker = options.continueFrom?.tracker ?? (yield* SurfaceManager).track(events)
     const base = events.length
     const length = seed.length
     for (let k = 0; k < length; k++) {

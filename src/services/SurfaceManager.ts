@@ -3,16 +3,14 @@
  * messages. Owns the incremental tracker (validate-before-commit plans, O(new events) catch-up,
  * `replaceGeneration`), the pure full fold with replacement history, and message derivation.
  * The `SurfaceManager` service of SPEC §4.1 hands each session its tracker and folds whole logs;
- * its default (`live`, `layer`) is this pure code, used by the session layers when none is
- * provided, so no user has to. A replacement must keep the rules of §4 (an instrumented or cached
+ * its default (`live`) is this pure code, read by the session constructors when no layer provides
+ * another (a `Context.Reference`), so no user has to. A replacement must keep the rules of §4 (an instrumented or cached
  * surface, say): the surface is normative.
  *
  * @since 0.1.0
  */
 import * as Context from "effect/Context"
-import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import {
   ProvenanceInvalid,
   ReplaceRangeInvalid,
@@ -421,15 +419,6 @@ export interface SurfaceManagerShape {
 }
 
 /**
- * The SurfaceManager service. Providing it is optional: the session layers use `live` when the
- * context has none.
- *
- * @since 0.2.0
- * @category tags
- */
-export class SurfaceManager extends Context.Tag("effect-session-log/SurfaceManager")<SurfaceManager, SurfaceManagerShape>() {}
-
-/**
  * The surface of SPEC §4 as written in this module.
  *
  * @since 0.2.0
@@ -442,20 +431,20 @@ export const live: SurfaceManagerShape = {
 }
 
 /**
- * The default SurfaceManager layer (`live`).
+ * The SurfaceManager service. A `Context.Reference`: the session constructors read `live` when
+ * no layer provides another, so nobody has to provide it.
+ *
+ * @since 0.2.0
+ * @category tags
+ */
+export class SurfaceManager extends Context.Reference<SurfaceManager>()("effect-session-log/SurfaceManager", {
+  defaultValue: (): SurfaceManagerShape => live
+}) {}
+
+/**
+ * The default SurfaceManager as a layer (`live`).
  *
  * @since 0.2.0
  * @category layers
  */
 export const layer: Layer.Layer<SurfaceManager> = Layer.succeed(SurfaceManager, live)
-
-/**
- * The SurfaceManager of the context, or `live` when none is provided (needs nothing).
- *
- * @since 0.2.0
- * @category accessors
- */
-export const current: Effect.Effect<SurfaceManagerShape> = Effect.map(
-  Effect.serviceOption(SurfaceManager),
-  Option.getOrElse(() => live)
-)

@@ -10,6 +10,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll } from "vitest"
+import { EXAMPLES } from "../../src/programs/cli/Help.js"
 import { BIN, buildBundle, removeBundle, type Run, runCli } from "./helpers.js"
 
 // generous limits: many processes on a possibly loaded machine; nothing is timed
@@ -195,5 +196,22 @@ describe("help that teaches (issue 27)", () => {
       assert.strictEqual(ran.code, 0, `${line}\n${ran.stderr}`)
     }
     assert.deepStrictEqual(seen, COMMANDS)
+  })
+
+  it("the README's CLI lines run as printed after the demo, and docs/cli.md lists every command's example", SLOW, async () => {
+    const repo = path.resolve(import.meta.dirname, "../..")
+    const readme = fs.readFileSync(path.join(repo, "README.md"), "utf8")
+    const block = readme.slice(readme.indexOf("## The CLI")).match(/```sh\n([\s\S]*?)```/)?.[1] ?? ""
+    const lines = block.split("\n").filter((l) => l.startsWith("npx session-log "))
+    assert.isAtLeast(lines.length, 3)
+    const cwd = fs.mkdtempSync(path.join(dir, "readme-"))
+    assert.strictEqual((await runCli(bundle, ["demo"], cwd)).code, 0)
+    for (const line of lines) {
+      const ran = await runCli(bundle, line.slice("npx session-log ".length).split(" "), cwd)
+      assert.strictEqual(ran.code, 0, `${line}\n${ran.stderr}`)
+      assert.isAbove(ran.stdout.length, 0, line)
+    }
+    const reference = fs.readFileSync(path.join(repo, "docs/cli.md"), "utf8")
+    for (const { args } of EXAMPLES) assert.include(reference, `session-log ${args}`)
   })
 })

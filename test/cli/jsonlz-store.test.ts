@@ -1,5 +1,5 @@
 /**
- * `--store jsonlz:<dir>` (README "Compressed JSONL", issue 16): the JSONL store whose new sessions
+ * `--store jsonlz:<dir>` (docs/formats.md "Compressed JSONL", issue 16): the JSONL store whose new sessions
  * are written compressed. `import` writes only `<id>.jsonlz` files; every reading command shows
  * exactly what it shows on a plain `jsonl:` store of the same sessions and writes nothing;
  * `export` writes plain JSONL byte-identical to what was imported; the writing commands keep each

@@ -15,6 +15,7 @@ import { StoreFailure } from "../../src/schema/Errors.js"
 import * as Session from "../../src/services/Session.js"
 import * as SessionLive from "../../src/layers/session/SessionLive.js"
 import { SessionStore, type SessionStoreShape } from "../../src/services/SessionStore.js"
+import { todo } from "../helpers/events.js"
 
 /** A memory store that counts appends, can fail them, and can hold one until released. */
 const instrumented = Effect.gen(function*() {
@@ -43,7 +44,6 @@ const instrumented = Effect.gen(function*() {
   return { store, control, stored }
 })
 
-const todo = (n: number) => ({ todos: [{ content: `t${n}`, status: "pending" as const }] })
 
 const batched = (store: SessionStoreShape, id: string) =>
   SessionLive.create({ id, persistence: { mode: "batched", windowMs: 60_000 } }).pipe(Effect.provideService(SessionStore, store))

@@ -26,6 +26,7 @@ import type { Event } from "../../src/schema/Events.js"
 import * as Session from "../../src/services/Session.js"
 import * as SessionLive from "../../src/layers/session/SessionLive.js"
 import { SessionStore, type SessionStoreShape } from "../../src/services/SessionStore.js"
+import { textContent as text } from "../helpers/events.js"
 
 const [kind, location, sessionId] = process.argv.slice(2)
 const failpoint = process.env.CRASH_FAILPOINT ?? "none"
@@ -104,7 +105,6 @@ const chunkedFileSystem = (fs: FileSystem.FileSystem): FileSystem.FileSystem => 
     })
 })
 
-const text = (t: string) => [{ type: "text" as const, text: t }]
 const NOISE_ALPHABET = [..."abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 é✓"]
 /** `n` pseudo-random characters: text that does not compress. */
 const noise = (n: number): string => Array.from({ length: n }, () => NOISE_ALPHABET[pick(NOISE_ALPHABET.length)]).join("")

@@ -5,6 +5,7 @@
  */
 import * as Effect from "effect/Effect"
 import { type AppendError, Session } from "../../src/services/Session.js"
+import { textContent as text } from "../helpers/events.js"
 
 /** One tool call of a scripted step. */
 export interface ScriptedCall {
@@ -32,7 +33,6 @@ export const demoHeader = {
   ]
 }
 
-const text = (t: string) => [{ type: "text", text: t }]
 
 /** Stream one model call as chunks and finalise its assistant message citing them. */
 const modelCall = (turn: number, step: number, scripted: ScriptedStep) =>

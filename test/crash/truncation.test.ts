@@ -22,8 +22,8 @@ import * as Session from "../../src/services/Session.js"
 import * as SessionLive from "../../src/layers/session/SessionLive.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
 import { platform } from "./backends.js"
+import { textContent as text } from "../helpers/events.js"
 
-const text = (t: string) => [{ type: "text" as const, text: t }]
 const HUGE = `${"日本語のログ🎉 ".repeat(20_000)}${"ascii padding ".repeat(10_000)}é`
 
 /**

@@ -18,8 +18,8 @@ import { layerCounter } from "../../src/services/IdGenerator.js"
 import * as Session from "../../src/services/Session.js"
 import * as SessionLive from "../../src/layers/session/SessionLive.js"
 import { SessionStore, type SessionStoreShape } from "../../src/services/SessionStore.js"
+import { textContent as text } from "../helpers/events.js"
 
-const text = (t: string) => [{ type: "text" as const, text: t }]
 const userMsg = (id: string) => ({ id, role: "user" as const, content: text(id) as never, source: { kind: "user" as const } })
 
 /** One closed turn: start, user message, end with `reason`. */

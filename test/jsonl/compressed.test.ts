@@ -1,5 +1,5 @@
 /**
- * The compressed JSONL layout (README "Compressed JSONL", C.1–C.7): `<encode(id)>.jsonlz` files of a
+ * The compressed JSONL layout (docs/formats.md "Compressed JSONL", C.1–C.7): `<encode(id)>.jsonlz` files of a
  * store with `compress: true` — the magic and frames as specified, layout-blind reads of every
  * layout (round trips under random batch partitions), the torn final frame (L1/L3), damaged
  * frames in the committed region (L2, L7), the header frame (L5), one session under two names

@@ -1,5 +1,5 @@
 /**
- * SQL schema version 2 on PostgreSQL (README "SQL schema version 2", SPEC §7.6): a version-1
+ * SQL schema version 2 on PostgreSQL (docs/formats.md "SQL schema version 2", SPEC §7.6): a version-1
  * schema (meta row version 1, the version-1 tables) migrated by a writing open in one transaction
  * (a backend terminated mid-migration leaves version 1), read as it is by a read-only open that
  * writes nothing; packed and compressed rows round-tripping; hostile rows.

@@ -12,6 +12,7 @@ import { encodeEvent } from "../../src/schema/EventCodec.js"
 import type { Event } from "../../src/schema/Events.js"
 import { closers, REPAIR_TEXT_NOT_STARTED, REPAIR_TEXT_OUTCOME_UNKNOWN } from "../../src/services/Repair.js"
 import { anyValidLog, asEvents } from "../arbitraries.js"
+import { textContent as text } from "../helpers/events.js"
 
 // SPEC §6, copied byte for byte (each is the single line inside its block)
 const SPEC_OUTCOME_UNKNOWN =
@@ -25,7 +26,6 @@ type Rec = Record<string, unknown>
 const log = (...specs: ReadonlyArray<readonly [string, Rec, Rec?]>): Array<Event> =>
   specs.map(([type, data, extra], seq) => ({ type, seq, time: 5000 + seq * 7, data, ...extra }) as unknown as Event)
 
-const text = (t: string) => [{ type: "text", text: t }]
 const turnStart = (turn = 1) => ["turn/start", { turn }] as const
 const turnEnd = (turn = 1) => ["turn/end", { turn, reason: { kind: "completed" } }] as const
 const stepStart = (step = 1, turn = 1) => ["step/start", { turn, step }] as const

@@ -7,9 +7,8 @@ import { StoreFailure } from "../../src/schema/Errors.js"
 import { layerMemoryStore, makeMemoryStore } from "../../src/layers/memory/MemoryStore.js"
 import * as SessionLive from "../../src/layers/session/SessionLive.js"
 import { SessionStore, type SessionStoreShape, syncAppendOf } from "../../src/services/SessionStore.js"
+import { todo, userMessage as user } from "../helpers/events.js"
 
-const todo = (n: number) => ({ todos: [{ content: `t${n}`, status: "pending" as const }] })
-const user = (id: string) => ({ id, role: "user" as const, content: [{ type: "text", text: id }], source: { kind: "user" } })
 
 describe("the uncontended append (issue 16: one synchronous step)", () => {
   it.scoped("another fiber's append waits while exclusive holds the lock; the holder's own appends run at once", () =>

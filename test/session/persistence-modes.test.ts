@@ -14,6 +14,7 @@ import * as Session from "../../src/services/Session.js"
 import * as SessionLive from "../../src/layers/session/SessionLive.js"
 import { SessionStore, type SessionStoreShape } from "../../src/services/SessionStore.js"
 import { eventOf } from "../../src/services/PrepareEvent.js"
+import { todo } from "../helpers/events.js"
 
 /** A real memory store whose appends can be made to fail (fault injection), recording each batch. */
 const faultyStore = Effect.gen(function*() {
@@ -31,7 +32,6 @@ const faultyStore = Effect.gen(function*() {
   return { store, control }
 })
 
-const todo = (n: number) => ({ todos: [{ content: `t${n}`, status: "pending" as const }] })
 
 const storedSeqs = (store: SessionStoreShape, id: string) =>
   store.load(id).pipe(

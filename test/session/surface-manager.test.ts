@@ -10,8 +10,8 @@ import * as Layer from "effect/Layer"
 import * as MemoryStore from "../../src/layers/memory/MemoryStore.js"
 import * as SessionLive from "../../src/layers/session/SessionLive.js"
 import * as SurfaceManager from "../../src/services/SurfaceManager.js"
+import { userMessage as user } from "../helpers/events.js"
 
-const user = (id: string, text: string) => ({ id, role: "user" as const, content: [{ type: "text", text }], source: { kind: "user" } })
 
 /** The default surface, recording which logs it was asked to track and how far each was read. */
 const recording = () => {

@@ -1,5 +1,5 @@
 /**
- * A separate OS process for the interrupted-migration test (README "SQL schema version 2"): opens
+ * A separate OS process for the interrupted-migration test (docs/formats.md "SQL schema version 2"): opens
  * the SQLite store at argv[2] for writing, which migrates a version-1 database in one write
  * transaction, and prints `opened` once the open completed. The parent SIGKILLs it mid-migration.
  * Usage: npx tsx test/sqlite/child-migrate.ts <file>

@@ -1,5 +1,5 @@
 /**
- * Helpers of the tests of the SQL store's rows (README "SQL schema version 2"), written from the
+ * Helpers of the tests of the SQL store's rows (docs/formats.md "SQL schema version 2"), written from the
  * layout's description and independent of the store's codecs: a raw better-sqlite3 connection, a
  * stored row read back to the JSON texts it holds (payload inflated, provenance BLOB decoded), the
  * rows a batch must become (SPEC Appendix A runs packed), and a version-1 database (SPEC §7.5) as

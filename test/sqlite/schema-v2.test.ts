@@ -1,5 +1,5 @@
 /**
- * SQL schema version 2 on SQLite (README "SQL schema version 2"): the migration of a version-1
+ * SQL schema version 2 on SQLite (docs/formats.md "SQL schema version 2"): the migration of a version-1
  * database (SPEC §7.5) by a writing open, atomic under SIGKILL, and a read-only open that reads
  * version 1 as it is and writes nothing; packed chunk rows (SPEC Appendix A) and compressed
  * payloads round-tripping under random batch partitions; the provenance BLOB codec; and hostile

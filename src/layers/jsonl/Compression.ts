@@ -1,5 +1,5 @@
 /**
- * The codec of the compressed JSONL layout (README "Compressed JSONL", `FrameEncoding`), the one
+ * The codec of the compressed JSONL layout (docs/formats.md "Compressed JSONL", `FrameEncoding`), the one
  * module that uses node:zlib: CRC-32, the segment encoder (one brotli stream whose every flush is
  * one frame's payload) and the one-shot decoder of a segment's frames. Per session, the store
  * keeps the encoder of the segment its last write continued (`SegmentEncoders`, a small LRU).
@@ -11,7 +11,7 @@ import * as Zlib from "node:zlib"
 /** CRC-32 (ISO-HDLC, the one of zlib and gzip) of `data`, continuing from `value`. */
 export const crc32 = (data: Uint8Array, value = 0): number => Zlib.crc32(data, value)
 
-/** Brotli parameters of the writer (measured on the issue-16 workload, README "Benchmarks"). */
+/** Brotli parameters of the writer (measured on the issue-16 workload, bench/README.md). */
 const ENCODER_PARAMS = {
   [Zlib.constants.BROTLI_PARAM_QUALITY]: 5,
   [Zlib.constants.BROTLI_PARAM_LGWIN]: 20,

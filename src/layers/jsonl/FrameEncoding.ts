@@ -1,5 +1,5 @@
 /**
- * The compressed JSONL layout as written (README "Compressed JSONL"): the file magic, the 16-byte
+ * The compressed JSONL layout as written (docs/formats.md "Compressed JSONL"): the file magic, the 16-byte
  * frame header, how a batch's lines are cut into frames and frames into brotli segments, and the
  * bytes of a batch's frames. Reading them is `FrameScanner`; the codec is `Compression`.
  */

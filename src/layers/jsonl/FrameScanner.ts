@@ -1,5 +1,5 @@
 /**
- * Reading the compressed JSONL layout, pure besides the codec (README "Compressed JSONL"): the
+ * Reading the compressed JSONL layout, pure besides the codec (docs/formats.md "Compressed JSONL"): the
  * `FrameScanner` checks the magic, cuts the bytes into frames (mark, flags, lengths and CRC-32),
  * decodes each segment's frames and feeds their text to the line `Scanner`, and classifies a
  * damaged frame as a torn tail or corruption the way lines are (L1–L3, L5, L7). Fed chunk by

@@ -104,8 +104,8 @@ export interface JsonlStoreOptions {
    */
   readonly packChunks?: boolean
   /**
-   * New sessions are written in the compressed layout, `<encode(id)>.jsonlz` (README "Compressed
-   * JSONL"): brotli frames of the lines a plain file would hold. Existing sessions keep the
+   * New sessions are written in the compressed layout, `<encode(id)>.jsonlz` (docs/formats.md
+   * "Compressed JSONL"): brotli frames of the lines a plain file would hold. Existing sessions keep the
    * layout of their file; reads and `list` see both. Default `false`.
    */
   readonly compress?: boolean

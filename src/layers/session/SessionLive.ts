@@ -156,7 +156,7 @@ export const create = (
       store,
       header,
       events,
-      tracker: (yield* SurfaceManager.current).track(events),
+      tracker: (yield* SurfaceManager.SurfaceManager).track(events),
       firstLiveSeq: 0,
       validators,
       maxEventBytes: options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES,

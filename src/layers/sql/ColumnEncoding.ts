@@ -1,6 +1,6 @@
 /**
- * The compact column encodings of the SQL store's schema version 2 (README "SQL schema version
- * 2"): a payload's JSON text over `COMPRESS_ABOVE` UTF-8 bytes stored raw-deflate compressed in
+ * The compact column encodings of the SQL store's schema version 2 (docs/formats.md "SQL schema
+ * version 2"): a payload's JSON text over `COMPRESS_ABOVE` UTF-8 bytes stored raw-deflate compressed in
  * `data_z` when that is smaller, and `source_event_seqs` as a tagged BLOB — ascending runs as
  * varints, or the JSON text itself for anything else — so every stored value reads back to the
  * exact text it was written from.

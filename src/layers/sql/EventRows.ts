@@ -1,5 +1,5 @@
 /**
- * The event rows of the SQL store. Schema version 2 (README "SQL schema version 2"): a row holds
+ * The event rows of the SQL store. Schema version 2 (docs/formats.md "SQL schema version 2"): a row holds
  * one event, or a packed chunk row (SPEC Appendix A) standing for `members` consecutive chunk
  * events; its payload is JSON text in `data`, or compressed in `data_z` (`ColumnEncoding`), and its
  * `source_event_seqs` a compact BLOB. Version 1 (SPEC §7.5) rows are read through the same codec

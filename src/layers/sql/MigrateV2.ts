@@ -1,6 +1,6 @@
 /**
- * The migration of a version-1 database of the SQL store to version 2 (README "SQL schema version
- * 2"), inside the open's write transaction: `event_rows` is created, the `events` rows are copied
+ * The migration of a version-1 database of the SQL store to version 2 (docs/formats.md "SQL schema
+ * version 2"), inside the open's write transaction: `event_rows` is created, the `events` rows are copied
  * into it page by page, and `events` is dropped; the dialect then stamps version 2. A store that
  * packs chunks writes each session's runs of good delta chunks as packed rows (SPEC Appendix A)
  * through the append's row builder (`pushEventRows`); every other row is copied as one row, its

@@ -1,5 +1,5 @@
 /**
- * What every `session-log` command shares (README "The CLI", SPEC §12): the common options, turning
+ * What every `session-log` command shares (docs/cli.md, SPEC §12): the common options, turning
  * `[file]` / `--session` / `--store` into a session source, and `runCommand`, which prints a
  * command's output or its failure and hands the outcome back as the command's result: a failure
  * already printed is `CommandFailed`, which `main` maps to the exit code (`Output.exitCodeFor`).

@@ -1,5 +1,5 @@
 /**
- * The `session-log` command line (README "The CLI", SPEC §12): the commands of each family assembled
+ * The `session-log` command line (docs/cli.md, SPEC §12): the commands of each family assembled
  * under one root, the help, and `main`, whose result is the process exit code: 0 ok, 1 invalid
  * data, 2 usage, not found or I/O (`Output.exitCodeFor` of what a command reported).
  */

@@ -1,5 +1,5 @@
 /**
- * `session-log list` (README "The CLI"): the sessions of a store, each with its header, its event
+ * `session-log list` (docs/cli.md): the sessions of a store, each with its header, its event
  * count and what people look for next (last activity, message count, first-message preview, the
  * parent of a fork), all derived from a streamed cold read of the stored log. Never writes.
  */

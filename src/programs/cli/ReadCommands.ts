@@ -1,5 +1,5 @@
 /**
- * The reading commands on one session (README "The CLI", SPEC §12): `messages`, `transcript`,
+ * The reading commands on one session (docs/cli.md, SPEC §12): `messages`, `transcript`,
  * `surface` and `request` (`show` is `ShowCommand`). They cold-read and never write.
  */
 import * as Command from "@effect/cli/Command"

@@ -1,5 +1,5 @@
 /**
- * `session-log show` (README "The CLI", SPEC §12): the events of one session, one line each or as
+ * `session-log show` (docs/cli.md, SPEC §12): the events of one session, one line each or as
  * one JSON array, filtered by type, turn, seq range and `--tail`. Streamed: a first read
  * validates the whole log and counts what the filter keeps (nothing is printed for an invalid
  * log), the next prints as it reads, so memory stays bounded by a chunk whatever the log's

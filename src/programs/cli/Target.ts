@@ -31,7 +31,7 @@ export class UsageError extends Data.TaggedError("UsageError")<{ readonly detail
 
 /**
  * A parsed `--store` value. A JSONL spec with `compress` (`jsonlz:<dir>`) writes new sessions in
- * the compressed layout (`<id>.jsonlz`, README "Compressed JSONL"); sessions already stored keep
+ * the compressed layout (`<id>.jsonlz`, docs/formats.md "Compressed JSONL"); sessions already stored keep
  * their layout, and reads see both either way. A JSONL spec with `file` is the single-file store
  * of a `.jsonl` path (`fileTarget`). A PostgreSQL spec keeps the URL as given (credentials
  * included: it is shown only through `displayLocation`).

@@ -1,5 +1,5 @@
 /**
- * `session-log export` and `import` (README "The CLI", SPEC §12): sessions between any store and JSONL
+ * `session-log export` and `import` (docs/cli.md, SPEC §12): sessions between any store and JSONL
  * files (format version 1). Export never overwrites without `--force` and removes what it created
  * when a write fails or is interrupted; import is all or nothing (`ImportFiles`).
  */

@@ -1,5 +1,5 @@
 /**
- * `session-log verify` (README "The CLI", SPEC §12): validates a session, a `.jsonl` file or a whole
+ * `session-log verify` (docs/cli.md, SPEC §12): validates a session, a `.jsonl` file or a whole
  * store. Failures are reported inside the documented shapes; the exit code is the worst report's
  * (0 valid, 1 invalid, 2 unreadable). People also get a one-line summary after a whole store.
  */

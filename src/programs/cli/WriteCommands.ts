@@ -1,5 +1,5 @@
 /**
- * The commands that write to a session (README "The CLI", SPEC §12): `repair`, `compact`, `prune`,
+ * The commands that write to a session (docs/cli.md, SPEC §12): `repair`, `compact`, `prune`,
  * `fork` and `migrate`. A `.jsonl` path is exactly that file; a command with nothing to do, or
  * one that is refused, writes nothing (not even the closers and end-seed marker of an open).
  */

@@ -38,7 +38,7 @@ export {
    */
   CANONICAL_SCHEMA,
   /**
-   * The schema version in the meta row (README "SQL schema version 2"); version 1 is migrated by a
+   * The schema version in the meta row (docs/formats.md "SQL schema version 2"); version 1 is migrated by a
    * writing open and read as it is by a read-only one; any other is refused (bump-and-reject).
    *
    * @since 0.1.0

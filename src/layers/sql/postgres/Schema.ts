@@ -11,7 +11,7 @@ import { StoreSchemaMismatch } from "../../../schema/Errors.js"
 import type { Ownership } from "../Dialect.js"
 
 /**
- * The schema version in the meta row (README "SQL schema version 2"); version 1 is migrated by a
+ * The schema version in the meta row (docs/formats.md "SQL schema version 2"); version 1 is migrated by a
  * writing open and read as it is by a read-only one; any other is refused (bump-and-reject).
  */
 export const SCHEMA_VERSION = 2

@@ -13,7 +13,7 @@ import { StoreSchemaMismatch } from "../../../schema/Errors.js"
 import type { Ownership } from "../Dialect.js"
 
 /**
- * The schema version stamped into `user_version` (README "SQL schema version 2"); version 1 (SPEC
+ * The schema version stamped into `user_version` (docs/formats.md "SQL schema version 2"); version 1 (SPEC
  * §7.5) is migrated by a writing open and read as it is by a read-only one; any other is refused
  * (bump-and-reject).
  */

@@ -51,7 +51,7 @@ export {
    */
   CANONICAL_SCHEMA_V1,
   /**
-   * The schema version stamped into `user_version` (README "SQL schema version 2"); version 1 (SPEC
+   * The schema version stamped into `user_version` (docs/formats.md "SQL schema version 2"); version 1 (SPEC
    * §7.5) is migrated by a writing open and read as it is by a read-only one; any other is refused
    * (bump-and-reject).
    *
@@ -80,7 +80,7 @@ export interface SqliteStoreOptions extends SqliteDialectOptions {
   readonly readOnly?: boolean
   /**
    * Runs of streamed delta chunks in an append, and in the migration of a version-1 database, as
-   * packed rows (SPEC Appendix A, README "SQL schema version 2"); `false` writes one row per event.
+   * packed rows (SPEC Appendix A, docs/formats.md "SQL schema version 2"); `false` writes one row per event.
    * Default `true`.
    */
   readonly packChunks?: boolean
