@@ -1,5 +1,5 @@
 /**
- * Progress on long work (issue 27): `verify`, `show`, `export` and `import` of a session show the events and
+ * Progress on long work (issue 27): `verify`, `show`, `export`, `import`, `repair` and `migrate` of a session show the events and
  * bytes read, the rate and (for a file) the time left on stderr for people at a terminal; nothing
  * when stderr is piped or with `--json`. Terminal mode is forced with the documented
  * `SESSION_LOG_PROGRESS=1` (a terminal draws only after half a second, which a test cannot rely on).
@@ -59,6 +59,27 @@ describe("progress on stderr", () => {
     assert.match(imported.stderr, progressLine(`import ${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`))
     assert.include(imported.stderr, `import ${file}: ${total} events`, "the validating read counts every event")
     assert.match(imported.stdout, /imported 1 session\(s\), [\d]+ events/)
+  })
+
+  it("repair and migrate: the read of the session shows events, bytes and rate; the result is unchanged", SLOW, async () => {
+    const total = events.toLocaleString("en-US")
+    const copy = path.join(dir, "copy.jsonl")
+    fs.copyFileSync(file, copy)
+    const storeLine = (label: string) => new RegExp(`${label}: [\\d,]+ events, [\\d.]+ MB, [\\d.]+ MB/s`)
+
+    const repaired = await runCli(bundle, ["repair", copy], dir, forced)
+    assert.strictEqual(repaired.code, 0, repaired.stderr)
+    assert.match(repaired.stderr, storeLine("repair"))
+    assert.include(repaired.stderr, `repair: ${total} events`, "the final line counts every event")
+    const quiet = await runCli(bundle, ["repair", "--json", copy], dir, forced)
+    assert.strictEqual(quiet.stderr, "", "repair --json: no progress")
+    assert.deepStrictEqual(json(quiet), json(await runCli(bundle, ["repair", "--json", copy], dir, { SESSION_LOG_PROGRESS: "0" })))
+
+    const migrated = await runCli(bundle, ["migrate", copy], dir, forced)
+    assert.strictEqual(migrated.code, 0, migrated.stderr)
+    assert.match(migrated.stderr, storeLine("migrate"))
+    assert.include(migrated.stderr, `migrate: ${total} events`)
+    assert.match(migrated.stdout, /current/)
   })
 
   it("nothing with --json, nor when stderr is not a terminal", SLOW, async () => {

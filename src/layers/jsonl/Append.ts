@@ -123,9 +123,7 @@ const RETRY: AppendStep = { _tag: "Retry" }
  * batches (streamed) and compressed files start again under the locks.
  */
 const appendExisting = (p: Pieces, id: string, expectedSeq: number, count: number, lines: ReadonlyArray<string>) => {
-  if (p.sessions.cached(id)?.compressed === true) {
-    return underLock(p, id, "append", (lock, file) => appendLocked(p, id, expectedSeq, count, lines, undefined, lock, file))
-  }
+  if (p.sessions.cached(id)?.compressed === true) return appendCompressed(p, id, expectedSeq, count, lines)
   const batch = batchOf(lines)
   const underLocks = () => underLock(p, id, "append", (lock, file) => appendLocked(p, id, expectedSeq, count, lines, batch, lock, file))
   if (batch.bytes >= STREAMED_WRITE_BYTES) return underLocks()
@@ -135,6 +133,45 @@ const appendExisting = (p: Pieces, id: string, expectedSeq: number, count: numbe
     if (busy || cached === undefined || cached.lastRecord !== undefined || cached.compressed === true) return underLocks()
     const step = appendStep(p, id, cached, expectedSeq, count, batch)
     return step._tag === "Done" ? Effect.void : step._tag === "Retry" ? underLocks() : Effect.fail(step)
+  })
+}
+
+/**
+ * A batch onto a compressed file. When no other operation on the id is in flight in this store
+ * instance and this instance's encoder wrote the file as it is (the cached state), the batch is
+ * encoded first, continuing that encoder's segment, and then written in the synchronous step; if
+ * the file is no longer the cached one when the step locks it (another writer), the encoded bytes
+ * are dropped with their encoder and the batch starts again under the locks, on a new segment. A
+ * cache miss, a large batch or a held lock take the locks from the start.
+ */
+const appendCompressed = (p: Pieces, id: string, expectedSeq: number, count: number, lines: ReadonlyArray<string>) => {
+  const underLocks = () => underLock(p, id, "append", (lock, file) => appendLocked(p, id, expectedSeq, count, lines, undefined, lock, file))
+  return Effect.flatMap(p.sessions.busy(id), (busy) => {
+    const cached = p.sessions.cached(id)
+    if (busy || cached === undefined || cached.compressed !== true || cached.lastRecord !== undefined) return underLocks()
+    const segment = p.segments.take(id, cached.ino, cached.size)
+    if (segment === undefined) return underLocks()
+    return Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(
+        // the encode may be interrupted (its encoder is then closed by encodeFrames' failure path
+        // or below); the synchronous step after it cannot be
+        Effect.onInterrupt(restore(Effect.mapError(encodeFrames(segment, frameTexts(lines)), codecFailed)), () =>
+          Effect.sync(() => segment.encoder.close())),
+        (encoded) => {
+          const batch: Batch = { data: encoded.bytes, bytes: encoded.bytes.length }
+          const step = batch.bytes >= STREAMED_WRITE_BYTES ? RETRY : appendStep(p, id, cached, expectedSeq, count, batch)
+          if (step._tag === "Done") {
+            if (encoded.segment !== undefined) {
+              p.segments.keep(id, { ...encoded.segment, ino: cached.ino, size: cached.size + batch.bytes })
+            }
+            return Effect.void
+          }
+          // not written: the encoder's state is ahead of the file
+          encoded.segment?.encoder.close()
+          return step._tag === "Retry" ? restore(underLocks()) : Effect.fail(step)
+        }
+      )
+    )
   })
 }
 
@@ -159,7 +196,8 @@ const appendStep = (
     if (cached.ino !== lock.ino || cached.size !== lock.size) return RETRY
     const conflict = seqConflict(id, expectedSeq, cached.nextSeq)
     if (conflict !== undefined) return conflict
-    const after = { file: cached.file, ino: lock.ino, size: lock.size + batch.bytes, nextSeq: expectedSeq + count }
+    const state = { file: cached.file, ino: lock.ino, size: lock.size + batch.bytes, nextSeq: expectedSeq + count }
+    const after = cached.compressed === true ? { ...state, compressed: true as const } : state
     return settle(p, id, writeBatch(p.sync, lock.fd, cached.file, batch, lock.size), after) ?? DONE
   } finally {
     releaseLock(p.sync, lock)

@@ -7,7 +7,7 @@
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import type { EventSink } from "../../services/SessionStore.js"
+import type { EventSink, LoadResult, SessionStoreShape } from "../../services/SessionStore.js"
 import type { SessionSource, SourceReader } from "./Target.js"
 
 /** How progress shows: not at all, on a terminal, or forced by `SESSION_LOG_PROGRESS=1`. */
@@ -97,3 +97,31 @@ export const sourceSize = (source: SessionSource): Effect.Effect<number | undefi
 /** `withProgress` over the reader of `source`, sized when it is a file. */
 export const sourceWithProgress = (source: SessionSource, reader: SourceReader, label: string, json: boolean) =>
   Effect.map(sourceSize(source), (size) => withProgress(reader, label, json, size))
+
+/**
+ * `store` whose whole-session reads (`load`, what `repair` and `migrate` read through) show
+ * progress: the read goes through `loadEach`, counting each chunk, and the events are gathered
+ * into the same `LoadResult`. Everything else is the store's own (its appends included).
+ */
+export const storeWithProgress = (store: SessionStoreShape, label: string, json: boolean): SessionStoreShape =>
+  modeOf(json) === "off" ? store : {
+    ...store,
+    load: (id) =>
+      Effect.suspend(() => {
+        const progress = makeProgress(label, json)
+        const events: Array<unknown> = []
+        return Effect.ensuring(
+          Effect.map(
+            store.loadEach(id, {
+              onEvents: (chunk) =>
+                Effect.zipRight(progress.add(chunk), Effect.sync(() => {
+                  for (const e of chunk) events.push(e)
+                }))
+            }),
+            ({ count: _, ...summary }): LoadResult => ({ ...summary, events })
+          ),
+          progress.done
+        )
+      })
+  }
+

@@ -34,6 +34,7 @@ import {
   store
 } from "./CommandSupport.js"
 import { bold, clip, dim, errorDocument, green, printJson, red, table, yellow } from "./Output.js"
+import { storeWithProgress } from "./Progress.js"
 import { eventTable } from "./Render.js"
 import { fileTarget, openExistingStore, openStore, type SessionSource, UsageError } from "./Target.js"
 
@@ -111,7 +112,8 @@ export const repairCommand = Command.make("repair", { json, store, session, file
       const src = yield* resolve(o.file, o.session, o.store)
       if (o.dryRun) return (yield* inspectSource(src)).closers
       const { id, store: read } = yield* openSessionStore(src, { readOnly: true })
-      const loaded = yield* read.load(id)
+      // the read shows progress on a terminal (Progress.ts)
+      const loaded = yield* storeWithProgress(read, "repair", o.json).load(id)
       // nothing to repair writes nothing (no end-seed marker either)
       const view = yield* inspectLoaded(loaded)
       if (view.closers.length === 0 && view.tornTail === undefined) return []
@@ -255,9 +257,13 @@ export const migrateCommand = Command.make("migrate", { json, store, session, fi
         : yield* Effect.flatMap(resolve(o.file, o.session, o.store), storeOfSource)
       // nothing to migrate writes nothing: every session already current is decided on a
       // read-only open (a SQLite store opened for writing is written by the open alone)
-      const current = yield* currentOnly(yield* openExistingStore(target.spec, { readOnly: true }), target.id)
+      // (the reads show progress on a terminal: Progress.ts)
+      const current = yield* currentOnly(
+        storeWithProgress(yield* openExistingStore(target.spec, { readOnly: true }), "migrate", o.json),
+        target.id
+      )
       if (current !== undefined) return current
-      const s = yield* openExistingStore(target.spec)
+      const s = storeWithProgress(yield* openExistingStore(target.spec), "migrate", o.json)
       const options = { dropTornTail: o.dropTornTail }
       const program = target.id === undefined
         ? Migrate.migrateStore(options)
