@@ -5,6 +5,25 @@
  * `Lock` (§9.4 lock and ownership), `Run` (§9.3) and
  * `Policy` (§9.7: the pre-step pressure hook and the context-overflow retry).
  *
+ * @example
+ * ```ts
+ * import * as Effect from "effect/Effect"
+ * import { Compact, SessionLive, SqliteStore, SummarizerLive } from "effect-session-log"
+ *
+ * // between turns: summarise all but the newest ~2,000 tokens of the surface
+ * const program = Compact.compact({ mode: "manual", retainTokens: 2000 }).pipe(
+ *   Effect.tap((r) => Effect.log(`summarised ${r.shadowedSeqs.length} events (${r.shadowedTokenCount} tokens)`)),
+ *   Effect.catchTag("CompactionRejected", (e) => Effect.log(`not compacted: ${e.message}`))
+ * )
+ *
+ * // run it with Effect.runPromise(main)
+ * export const main = program.pipe(
+ *   Effect.provide(SessionLive.layerOpen("s1")),
+ *   Effect.provide(SummarizerLive.layerDeterministic),
+ *   Effect.provide(SqliteStore.layer({ filename: "./sessions.db" }))
+ * )
+ * ```
+ *
  * @since 0.1.0
  */
 export {
@@ -111,7 +130,7 @@ export {
    * `error` (interruption too, P9). Manual compactions flush after the end (P11).
    *
    * @since 0.1.0
-   * @category utils
+   * @category programs
    */
   compact,
   /**

@@ -317,11 +317,11 @@ const failureEnd = (run: Run, cause: Cause.Cause<unknown>): Effect.Effect<void> 
  *   Effect.catchTag("CompactionRejected", (e) => Effect.log(`not compacted: ${e.message}`))
  * )
  *
- * program.pipe(
+ * // run it with Effect.runPromise(main)
+ * export const main = program.pipe(
  *   Effect.provide(SessionLive.layerOpen("s1")),
  *   Effect.provide(SummarizerLive.layerDeterministic),
- *   Effect.provide(SqliteStore.layer({ filename: "./sessions.db" })),
- *   Effect.runPromise
+ *   Effect.provide(SqliteStore.layer({ filename: "./sessions.db" }))
  * )
  * ```
  *
