@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The `session-log` CLI. In an installed package (no tsconfig.json) it runs the bundle
-// dist/session-log.mjs. In the repository it runs that bundle (built by `npm run build:cli`, and by
+// dist/cli/session-log.mjs. In the repository it runs that bundle (built by `npm run build:cli`, and by
 // `npm start`) when it is newer than every file under src/; otherwise it runs the TypeScript sources
 // through tsx (a development dependency). SESSION_LOG_BUNDLE=<file> runs that bundle (the CLI
 // tests build a fresh one).
@@ -10,7 +10,7 @@ import { fileURLToPath, pathToFileURL } from "node:url"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 const forced = process.env.SESSION_LOG_BUNDLE
-const bundle = forced ?? join(root, "dist", "session-log.mjs")
+const bundle = forced ?? join(root, "dist", "cli", "session-log.mjs")
 const sources = join(root, "src")
 
 const newestSource = (dir) => {

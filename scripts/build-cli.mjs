@@ -1,15 +1,24 @@
-// Bundles the CLI into dist/session-log.mjs (one file: fast start-up). better-sqlite3 and
-// fs-native-extensions stay external (native addons). bin/session-log.js uses the bundle while it is newer than src/.
+// Bundles the CLI into dist/cli/: the entry session-log.mjs, and chunks it loads only when a
+// command needs them (the ACP SDK for `acp`, the PostgreSQL and SQLite clients on first use), so that
+// every command starts without parsing them. better-sqlite3 and fs-native-extensions stay external
+// (native addons). The directory is emptied first: no chunk of an earlier build is left behind.
+// An argument names another directory (the tests build their own). bin/session-log.js uses the
+// bundle while it is newer than src/.
 import { build } from "esbuild"
+import { rmSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
+const outdir = process.argv[2] ?? join(root, "dist/cli")
 
+rmSync(outdir, { recursive: true, force: true })
 await build({
-  entryPoints: [join(root, "src/programs/cli/main.ts")],
-  outfile: process.argv[2] ?? join(root, "dist/session-log.mjs"),
+  entryPoints: { "session-log": join(root, "src/programs/cli/main.ts") },
+  outdir,
+  outExtension: { ".js": ".mjs" },
   bundle: true,
+  splitting: true,
   platform: "node",
   format: "esm",
   target: "node20",

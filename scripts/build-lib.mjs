@@ -1,7 +1,7 @@
 // Builds the library into dist/: ESM JavaScript, .d.ts, source maps and declaration maps for src/
 // (tsconfig.build.json; the CLI sources are bundled separately by scripts/build-cli.mjs). Output
-// of an earlier build is removed first, so a deleted module never ships; the .mjs files in dist/
-// (the CLI bundle, the CLI tests' bundles) are left alone.
+// of an earlier build is removed first, so a deleted module never ships; the CLI bundle (dist/cli/)
+// and the CLI tests' bundles (dist/cli-test-<pid>/, dist/<name>-<pid>/) are left alone.
 import { spawnSync } from "node:child_process"
 import { readdirSync, rmSync } from "node:fs"
 import { createRequire } from "node:module"
@@ -18,7 +18,7 @@ try {
   // no dist/ yet
 }
 for (const name of entries) {
-  if (!name.endsWith(".mjs")) rmSync(join(dist, name), { recursive: true, force: true })
+  if (name !== "cli" && !name.startsWith("cli-test-") && !/-\d+$/.test(name)) rmSync(join(dist, name), { recursive: true, force: true })
 }
 
 const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc")

@@ -201,7 +201,7 @@ try {
   const tarball = readdirSync(work).find((name) => name.endsWith(".tgz")) ?? fail("npm pack wrote no tarball")
   const files = execFileSync("tar", ["-tzf", join(work, tarball)], { encoding: "utf8" }).split("\n").filter(Boolean)
     .map((name) => name.replace(/^package\//, ""))
-  const required = ["package.json", "README.md", "LICENSE", "bin/session-log.js", "dist/session-log.mjs"]
+  const required = ["package.json", "README.md", "LICENSE", "bin/session-log.js", "dist/cli/session-log.mjs"]
   for (const target of Object.values(pkg.exports)) {
     if (typeof target === "string") required.push(target.replace(/^\.\//, ""))
     else required.push(target.types.replace(/^\.\//, ""), target.import.replace(/^\.\//, ""))

@@ -13,11 +13,12 @@ export const BUNDLE_ENV = "SESSION_LOG_TEST_BUNDLE"
 export default function setup(): () => void {
   const repo = resolve(import.meta.dirname, "..")
   // inside the repository, so that the bundle resolves the native addons from node_modules
-  const bundle = join(repo, "dist", `session-log-test-${process.pid}.mjs`)
-  execFileSync(process.execPath, [join(repo, "scripts/build-cli.mjs"), bundle])
+  const dir = join(repo, "dist", `cli-test-${process.pid}`)
+  execFileSync(process.execPath, [join(repo, "scripts/build-cli.mjs"), dir])
+  const bundle = join(dir, "session-log.mjs")
   // inherited by the test workers, forked after the global set-up; every `bin/session-log.js` a
-  // test starts runs it too (SESSION_LOG_BUNDLE), not a stale or missing dist/session-log.mjs
+  // test starts runs it too (SESSION_LOG_BUNDLE), not a stale or missing dist/cli/session-log.mjs
   process.env[BUNDLE_ENV] = bundle
   process.env.SESSION_LOG_BUNDLE = bundle
-  return () => rmSync(bundle, { force: true })
+  return () => rmSync(dir, { recursive: true, force: true })
 }

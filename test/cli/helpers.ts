@@ -50,22 +50,24 @@ export const json = (r: Run): any => {
 
 /**
  * The CLI bundle of this run: the one the global set-up built (test/cli.setup.ts), else (a file
- * run outside the vitest configs) the current sources bundled into dist/<name>-<pid>.mjs (inside
+ * run outside the vitest configs) the current sources bundled into dist/<name>-<pid>/session-log.mjs (inside
  * the repository, so the bundle resolves the native addons from node_modules), removed by
  * `removeBundle` after the file's tests.
  */
 export const buildBundle = (name: string): Promise<string> => {
   const shared = process.env.SESSION_LOG_TEST_BUNDLE
   if (shared !== undefined) return Promise.resolve(shared)
-  const bundle = path.resolve(__dirname, `../../dist/${name}-${process.pid}.mjs`)
+  const dir = path.resolve(__dirname, `../../dist/${name}-${process.pid}`)
   return new Promise<string>((resolve, reject) =>
-    execFile(process.execPath, [path.resolve(__dirname, "../../scripts/build-cli.mjs"), bundle], (e) => (e ? reject(e) : resolve(bundle)))
+    execFile(process.execPath, [path.resolve(__dirname, "../../scripts/build-cli.mjs"), dir], (e) =>
+      e ? reject(e) : resolve(path.join(dir, "session-log.mjs")))
   )
 }
 
 /** Remove a bundle made by `buildBundle` (the run's shared bundle stays until the run ends). */
 export const removeBundle = (bundle: string | undefined): void => {
-  if (bundle !== undefined && bundle !== process.env.SESSION_LOG_TEST_BUNDLE) fs.rmSync(bundle, { force: true })
+  // the bundle's directory (its entry and chunks)
+  if (bundle !== undefined && bundle !== process.env.SESSION_LOG_TEST_BUNDLE) fs.rmSync(path.dirname(bundle), { recursive: true, force: true })
 }
 
 /** One JSON record as a JSONL line (without the newline). */

@@ -27,7 +27,6 @@ import * as SessionLive from "../../layers/session/SessionLive.js"
 import { nextId } from "../../services/IdGenerator.js"
 import { Session } from "../../services/Session.js"
 import { SessionStore } from "../../services/SessionStore.js"
-import { layerSessionFactory, serveStdio } from "../acp/Acp.js"
 import { resolveSpec, runCommand, store } from "./CommandSupport.js"
 import { openStore, type StoreSpec, UsageError } from "./Target.js"
 import { makeWriteOnDemandStore } from "./WriteOnDemandStore.js"
@@ -179,6 +178,9 @@ export const acpCommand = Command.make("acp", { store, model: modelOption }, (o)
         : { layer: keylessModel, route: { provider: "scripted", model: "keyless" } }
       const opened = yield* acpStore(spec)
       if (opened === undefined) return
+      // loaded here, not with the CLI: the ACP SDK and its schemas are a sixth of the bundle, and
+      // every other command starts faster without them
+      const { layerSessionFactory, serveStdio } = yield* Effect.promise(() => import("../acp/Acp.js"))
       const env = Layer.mergeAll(
         layerSessionFactory({ create: SessionLive.create, open: SessionLive.open }),
         model.layer,
