@@ -209,7 +209,7 @@ try {
   const missing = required.filter((name) => !files.includes(name))
   if (missing.length > 0) fail(`the tarball lacks ${missing.join(", ")}`)
   const unwanted = files.filter((name) =>
-    /^(test|bench|scripts|\.ci|node_modules)\//.test(name) || (name.startsWith("dist/") && name.endsWith(".mjs") && name !== "dist/session-log.mjs")
+    /^(test|bench|scripts|\.ci|node_modules)\//.test(name) || (name.startsWith("dist/") && name.endsWith(".mjs") && !name.startsWith("dist/cli/"))
   )
   if (unwanted.length > 0) fail(`the tarball ships ${unwanted.join(", ")}`)
   // every source and declaration map points at a file that ships
