@@ -24,6 +24,7 @@ import { readEach, type ReadEachResult } from "../../services/ReadEach.js"
 import type { ReadError } from "../../services/SessionStore.js"
 import { file, json, resolve, resolveSpec, runCommand, session, store } from "./CommandSupport.js"
 import { importItems, readImportFiles } from "./ImportFiles.js"
+import { from, importTranscripts, replace } from "./ImportTranscripts.js"
 import { green, printJson, progress, red } from "./Output.js"
 import { sourceWithProgress } from "./Progress.js"
 import { checkOutputPath, openStore, sourceReader, type SourceReader, storeNotFound, UsageError } from "./Target.js"
@@ -297,13 +298,17 @@ export const exportCommand = Command.make("export", { json, store, session, file
 // --- import ---------------------------------------------------------------------------------
 
 const files = Args.text({ name: "file.jsonl" }).pipe(
-  Args.withDescription("session log files (.jsonl) to import; each keeps the id of its header"),
+  Args.withDescription("session log files (.jsonl) to import, each keeping the id of its header; with --from, transcripts (files or directories)"),
   Args.repeated
 )
 
-/** `import`. */
-export const importCommand = Command.make("import", { json, store, files }, (o) =>
-  runCommand(
+/** `import`; with `--from`, transcripts of another tool (ImportTranscripts.ts). */
+export const importCommand = Command.make("import", { json, store, files, from, force: replace }, (o) =>
+  Option.isSome(o.from)
+    ? importTranscripts({ json: o.json, store: o.store, files: o.files, format: o.from.value, force: o.force })
+    : o.force
+    ? runCommand(o.json, new UsageError({ detail: "--force needs --from (an import of session logs never replaces)" }), () => Effect.void)
+    : runCommand(
     o.json,
     Effect.gen(function*() {
       if (o.files.length === 0) return yield* new UsageError({ detail: "give one or more .jsonl files to import" })

@@ -1,0 +1,396 @@
+/**
+ * Import Claude Code transcripts (`~/.claude/projects/<project>/<session>.jsonl` and their
+ * `subagents/` files) as session logs (docs/import.md). Two streamed passes: the first reads only
+ * the `uuid`/`parentUuid` tree to find the branch the session ended on; the second maps that
+ * branch to turns, steps, messages, tool calls and results, compactions to `replace` operations,
+ * sidechains to child sessions, and keeps every other record as an ignorable `import/source`.
+ *
+ * @since 0.2.0
+ */
+import type * as FileSystem from "@effect/platform/FileSystem"
+import * as Effect from "effect/Effect"
+import type { ContentBlock, TokenUsage } from "../../schema/Messages.js"
+import { isAbsolutePath, type SessionHeader } from "../../schema/SessionHeader.js"
+import type { SessionStore } from "../../services/SessionStore.js"
+import {
+  DEFAULT_MAX_LINE_BYTES,
+  type FileReport,
+  forEachLine,
+  IMPORT_ORIGIN,
+  IMPORT_SOURCE,
+  importPath,
+  type ImportOptions,
+  isObject,
+  jsonText,
+  LogBuilder,
+  nonEmpty,
+  omit,
+  openWriter,
+  parseSourceLine,
+  readFailure,
+  RecordTally,
+  type SessionReport,
+  type SessionWriter,
+  timeOf
+} from "./Transcript.js"
+
+type Rec = Readonly<Record<string, unknown>>
+
+/**
+ * The session id of an imported Claude Code session (`claude-code:<sessionId>`, and
+ * `/agent-<agentId>` for a subagent).
+ *
+ * @since 0.2.0
+ * @category utils
+ */
+export const claudeCodeSessionId = (sessionId: string, agentId?: string): string =>
+  agentId === undefined ? `claude-code:${sessionId}` : `claude-code:${sessionId}/agent-${agentId}`
+
+// ---------------------------------------------------------------------------------------------
+// Content blocks
+
+const textBlock = (text: string): ContentBlock => ({ type: "text", text })
+
+/** One Claude content block as this log's block; unknown kinds are kept as they are (H10). */
+const mapBlock = (b: unknown): ContentBlock => {
+  if (typeof b === "string") return textBlock(b)
+  if (!isObject(b) || typeof b.type !== "string") return { type: "unknown", value: b }
+  switch (b.type) {
+    case "text":
+      return typeof b.text === "string" ? textBlock(b.text) : (b as ContentBlock)
+    case "thinking":
+      return {
+        type: "reasoning",
+        text: typeof b.thinking === "string" ? b.thinking : "",
+        ...(b.signature === undefined ? {} : { signature: b.signature })
+      }
+    case "redacted_thinking":
+      return { type: "reasoning", text: "", redacted: b.data ?? null }
+    case "tool_use":
+      return { type: "tool-call", id: String(b.id), name: String(b.name), arguments: jsonText(b.input ?? {}) }
+    case "image":
+      return { type: "image", attachment: { source: b.source ?? null } }
+    default:
+      return b as ContentBlock
+  }
+}
+
+const blocksOf = (content: unknown): Array<ContentBlock> =>
+  typeof content === "string" ? [textBlock(content)] : Array.isArray(content) ? content.map(mapBlock) : []
+
+const usageOf = (u: unknown): TokenUsage | undefined => {
+  if (!isObject(u) || typeof u.input_tokens !== "number" || typeof u.output_tokens !== "number") return undefined
+  return {
+    inputTokens: u.input_tokens,
+    outputTokens: u.output_tokens,
+    ...(typeof u.cache_read_input_tokens === "number" ? { cacheReadTokens: u.cache_read_input_tokens } : {}),
+    ...(typeof u.cache_creation_input_tokens === "number" ? { cacheWriteTokens: u.cache_creation_input_tokens } : {})
+  }
+}
+
+const isToolResult = (b: unknown): b is Rec => isObject(b) && b.type === "tool_result" && typeof b.tool_use_id === "string"
+
+// ---------------------------------------------------------------------------------------------
+// Pass 1: the tree
+
+interface Node {
+  readonly parent: string | undefined
+  readonly sidechain: boolean
+  readonly line: number
+}
+
+interface Index {
+  readonly nodes: Map<string, Node>
+  sessionId: string | undefined
+  agentId: string | undefined
+  cwd: string | undefined
+  version: string | undefined
+  firstTime: number | undefined
+  lastMain: string | undefined
+  lastAny: string | undefined
+}
+
+const CONVERSATION = new Set(["user", "assistant", "system"])
+
+const indexRecord = (index: Index, rec: Rec, line: number) => {
+  if (index.sessionId === undefined) index.sessionId = nonEmpty(rec.sessionId)
+  if (index.agentId === undefined) index.agentId = nonEmpty(rec.agentId)
+  if (index.cwd === undefined && typeof rec.cwd === "string" && isAbsolutePath(rec.cwd)) index.cwd = rec.cwd
+  if (index.version === undefined) index.version = nonEmpty(rec.version)
+  const uuid = nonEmpty(rec.uuid)
+  if (uuid === undefined) return
+  if (index.firstTime === undefined) {
+    const t = timeOf(rec.timestamp)
+    if (t !== undefined && t >= 0) index.firstTime = t
+  }
+  if (index.nodes.has(uuid)) return
+  // a compaction boundary starts a new root; its logical parent continues the branch
+  const parent = nonEmpty(rec.parentUuid) ?? nonEmpty(rec.logicalParentUuid)
+  const sidechain = rec.isSidechain === true
+  index.nodes.set(uuid, { parent, sidechain, line })
+  if (typeof rec.type === "string" && CONVERSATION.has(rec.type)) {
+    index.lastAny = uuid
+    if (!sidechain) index.lastMain = uuid
+  }
+}
+
+/** The uuids from `leaf` up to its root (a cycle or a missing parent ends the walk). */
+const branch = (nodes: Map<string, Node>, leaf: string | undefined, into: Map<string, string>, owner: string) => {
+  for (let at = leaf; at !== undefined && !into.has(at);) {
+    const node = nodes.get(at)
+    if (node === undefined) break
+    into.set(at, owner)
+    at = node.parent
+  }
+}
+
+const MAIN = ""
+
+/**
+ * Which session each uuid of the chosen branches belongs to: `MAIN`, or the root uuid of an
+ * in-file sidechain (older versions). In a subagent file (only sidechain records) the file's
+ * own branch is the main one.
+ */
+const owners = (index: Index): { readonly owner: Map<string, string>; readonly subagent: boolean } => {
+  const owner = new Map<string, string>()
+  const subagent = index.lastMain === undefined && index.lastAny !== undefined
+  branch(index.nodes, subagent ? index.lastAny : index.lastMain, owner, MAIN)
+  if (subagent) return { owner, subagent }
+  const rootOf = new Map<string, string>()
+  const lastOfRoot = new Map<string, string>()
+  for (const [uuid, node] of index.nodes) {
+    if (!node.sidechain) continue
+    const path: Array<string> = []
+    let at: string | undefined = uuid
+    let root = uuid
+    while (at !== undefined) {
+      const known = rootOf.get(at)
+      if (known !== undefined) {
+        root = known
+        break
+      }
+      const n = index.nodes.get(at)
+      if (n === undefined || !n.sidechain || path.includes(at)) break
+      path.push(at)
+      root = at
+      at = n.parent
+    }
+    for (const p of path) rootOf.set(p, root)
+    lastOfRoot.set(root, uuid)
+  }
+  for (const [root, last] of lastOfRoot) branch(index.nodes, last, owner, root)
+  return { owner, subagent }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pass 2: mapping
+
+interface Target {
+  readonly builder: LogBuilder
+  readonly writer: SessionWriter
+  /** The model message being assembled from records that share its `message.id`. */
+  assistant:
+    | { id: string; messageId: string; content: Array<ContentBlock>; model: string; usage: TokenUsage | undefined; time: number }
+    | undefined
+  /** The last compaction boundary, cited by the summary that follows it. */
+  boundary: { readonly uuid: string; readonly seq: number } | undefined
+}
+
+const flushAssistant = (t: Target) => {
+  const a = t.assistant
+  if (a === undefined) return
+  t.assistant = undefined
+  t.builder.at(a.time).assistant(a.id, a.content, { provider: "anthropic", model: a.model }, a.usage)
+}
+
+/** Map one record on a chosen branch; false when it is kept aside instead (with the reason). */
+const mapRecord = (t: Target, rec: Rec, line: number, uuid: string): string | undefined => {
+  const b = t.builder
+  const time = timeOf(rec.timestamp)
+  const message = isObject(rec.message) ? rec.message : undefined
+  const envelope = () =>
+    b.at(time).ignorable(IMPORT_SOURCE, {
+      line,
+      mapped: true,
+      record: omit(rec, ["message"]),
+      ...(message === undefined ? {} : { message: omit(message, ["content"]) })
+    })
+  switch (rec.type) {
+    case "assistant": {
+      if (message === undefined) return "no-message"
+      const messageId = nonEmpty(message.id) ?? uuid
+      const blocks = blocksOf(message.content)
+      if (t.assistant !== undefined && t.assistant.messageId === messageId) {
+        t.assistant.content.push(...blocks)
+        t.assistant.usage = usageOf(message.usage) ?? t.assistant.usage
+      } else {
+        flushAssistant(t)
+        t.assistant = {
+          id: messageId,
+          messageId,
+          content: blocks,
+          model: nonEmpty(message.model) ?? "unknown",
+          usage: usageOf(message.usage),
+          time: time ?? b.time
+        }
+      }
+      envelope()
+      return undefined
+    }
+    case "user": {
+      if (message === undefined) return "no-message"
+      // a person's record ends the model message being assembled (its tool calls are known then)
+      flushAssistant(t)
+      const content = message.content
+      if (rec.isCompactSummary === true) {
+        const seq = envelope()
+        const boundary = t.boundary
+        t.boundary = undefined
+        b.compaction(uuid, blocksOf(content), boundary?.uuid ?? uuid, boundary === undefined ? [seq] : [boundary.seq, seq])
+        return undefined
+      }
+      const all = Array.isArray(content) ? content : undefined
+      const results = all === undefined ? [] : all.filter(isToolResult)
+      if (results.length > 0) {
+        for (const r of results) {
+          const can = b.canAnswer(String(r.tool_use_id))
+          if (can !== true) return can
+        }
+        envelope()
+        for (const r of results) {
+          b.toolResult(`${uuid}/${String(r.tool_use_id)}`, String(r.tool_use_id), blocksOf(r.content ?? ""), r.is_error === true)
+        }
+        const others = (all ?? []).filter((x) => !isToolResult(x))
+        if (others.length > 0) b.userInTurn(uuid, others.map(mapBlock))
+        return undefined
+      }
+      envelope()
+      if (rec.isMeta === true) b.context(uuid, blocksOf(content), { kind: "import", tool: "claude-code", form: "meta" })
+      else b.prompt(uuid, blocksOf(content))
+      return undefined
+    }
+    case "system": {
+      if (rec.subtype !== "compact_boundary") return `system:${typeof rec.subtype === "string" ? rec.subtype : "other"}`
+      flushAssistant(t)
+      t.boundary = { uuid, seq: envelope() }
+      return undefined
+    }
+    default:
+      return `type:${typeof rec.type === "string" ? rec.type : "none"}`
+  }
+}
+
+/**
+ * Import one Claude Code transcript file: its session (and the child sessions of in-file
+ * sidechains) into the store in context.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const importClaudeCodeFile = (
+  file: string,
+  existing: Set<string>,
+  options: ImportOptions = {}
+): Effect.Effect<FileReport, never, SessionStore | FileSystem.FileSystem> =>
+  Effect.gen(function*() {
+    const max = options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES
+    const tally = new RecordTally()
+    const index: Index = {
+      nodes: new Map(),
+      sessionId: undefined,
+      agentId: undefined,
+      cwd: undefined,
+      version: undefined,
+      firstTime: undefined,
+      lastMain: undefined,
+      lastAny: undefined
+    }
+    const first = yield* Effect.either(forEachLine(file, max, (l) =>
+      Effect.sync(() => {
+        if (l._tag !== "Text") return
+        const p = parseSourceLine(l.text)
+        if (p._tag === "Json" && isObject(p.value)) indexRecord(index, p.value, l.line)
+      })))
+    if (first._tag === "Left") return tally.report(file, "claude-code", [], readFailure(file, first.left))
+    const { owner, subagent } = owners(index)
+    const base = index.sessionId ?? file.replace(/^.*\//, "").replace(/\.jsonl$/, "")
+    const mainId = subagent ? claudeCodeSessionId(base, index.agentId ?? "sidechain") : claudeCodeSessionId(base)
+    const headerOf = (id: string, parent?: string): SessionHeader => ({
+      version: 1,
+      id,
+      createdAt: index.firstTime ?? 0,
+      ...(index.cwd === undefined ? {} : { cwd: index.cwd }),
+      ...(parent === undefined ? {} : { parentSession: parent, origin: "subagent" as const, delegationDepth: 1 })
+    })
+    const targets = new Map<string, Target>()
+    const order: Array<Target> = []
+    const targetOf = (key: string) =>
+      Effect.gen(function*() {
+        const known = targets.get(key)
+        if (known !== undefined) return known
+        const header = key === MAIN
+          ? headerOf(mainId, subagent ? claudeCodeSessionId(base) : undefined)
+          : headerOf(`${claudeCodeSessionId(base)}/sidechain-${key}`, claudeCodeSessionId(base))
+        const writer = yield* openWriter(header, existing, options.force === true)
+        const builder = new LogBuilder().at(index.firstTime)
+        builder.ignorable(IMPORT_ORIGIN, {
+          tool: "claude-code",
+          file,
+          sourceSessionId: base,
+          ...(subagent && index.agentId !== undefined ? { agentId: index.agentId } : {}),
+          ...(key === MAIN ? {} : { sidechainRoot: key }),
+          ...(index.version === undefined ? {} : { sourceVersion: index.version })
+        })
+        const t: Target = { builder, writer, assistant: undefined, boundary: undefined }
+        targets.set(key, t)
+        order.push(t)
+        return t
+      })
+    const main = yield* targetOf(MAIN)
+    const emitted = new Set<string>()
+    const keep = (t: Target, line: number, reason: string, data: Rec) => {
+      tally.keep(reason)
+      t.builder.ignorable(IMPORT_SOURCE, { line, kept: reason, ...data })
+    }
+    const second = yield* Effect.either(forEachLine(file, max, (l) =>
+      Effect.gen(function*() {
+        tally.read++
+        if (l._tag === "Refused") return tally.refuse(l.line, l.reason)
+        const p = parseSourceLine(l.text)
+        if (p._tag === "NotJson") return keep(main, l.line, p.reason, { text: l.text })
+        const rec = p.value
+        if (!isObject(rec)) return keep(main, l.line, "not-an-object", { record: rec })
+        const uuid = nonEmpty(rec.uuid)
+        if (uuid === undefined) {
+          return keep(main, l.line, typeof rec.type === "string" ? rec.type : "no-type", { record: rec })
+        }
+        if (emitted.has(uuid)) return keep(main, l.line, "duplicate", { record: rec })
+        emitted.add(uuid)
+        const who = owner.get(uuid)
+        if (who === undefined) return keep(main, l.line, rec.isSidechain === true ? "sidechain-off-branch" : "off-branch", { record: rec })
+        const t = yield* targetOf(who)
+        const kept = mapRecord(t, rec, l.line, uuid)
+        if (kept !== undefined) keep(t, l.line, kept, { record: rec })
+        else tally.mapped++
+        yield* t.writer.write(t.builder.take())
+      }).pipe(Effect.zipRight(Effect.suspend(() => main.writer.write(main.builder.take()))))))
+    if (second._tag === "Left") return tally.report(file, "claude-code", [], readFailure(file, second.left))
+    const sessions: Array<SessionReport> = []
+    for (const t of order) {
+      flushAssistant(t)
+      t.builder.finish()
+      yield* t.writer.write(t.builder.take())
+      sessions.push(yield* t.writer.close(t.builder.counts))
+    }
+    return tally.report(file, "claude-code", sessions)
+  })
+
+/**
+ * Import the Claude Code transcripts at `path` (a file, a project folder, or all of
+ * `~/.claude/projects`): one report per file.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const importClaudeCode = (path: string, options: ImportOptions = {}) =>
+  importPath(path, (file, existing) => importClaudeCodeFile(file, existing, options))
