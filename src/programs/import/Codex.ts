@@ -10,6 +10,7 @@
  */
 import type * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
+import { encodeJson, type Json } from "../../schema/Json.js"
 import type { ContentBlock } from "../../schema/Messages.js"
 import { isAbsolutePath, type SessionHeader } from "../../schema/SessionHeader.js"
 import type { SessionStore } from "../../services/SessionStore.js"
@@ -136,14 +137,14 @@ export const importCodexFile = (
     const b = new LogBuilder().at(meta.time)
     b.ignorable(IMPORT_ORIGIN, { tool: "codex", file, sourceSessionId: base })
     let pending: Pending | undefined
-    let model: { provider: string; model: string; effort: string | undefined } | undefined
+    let model: { model: string; effort: string | undefined } | undefined
     let headerWritten = false
     const provider = meta.provider ?? "openai"
     const flush = () => {
       const p = pending
       if (p === undefined) return
       pending = undefined
-      b.at(p.time).assistant(p.id, p.content, model ?? { provider, model: "unknown" })
+      b.at(p.time).assistant(p.id, p.content, { provider, model: model?.model ?? "unknown" })
     }
     const assistantPart = (id: string, blocks: ReadonlyArray<ContentBlock>, time: number) => {
       if (pending === undefined) pending = { id, content: [], time }
@@ -174,7 +175,7 @@ export const importCodexFile = (
           flush()
           const effort = nonEmpty(payload?.effort)
           const changed = model === undefined || model.model !== m || model.effort !== effort
-          model = { provider, model: m, effort }
+          model = { model: m, effort }
           // the request header carries model and effort; cwd and policies stay in its import/source
           b.at(time).ignorable(IMPORT_SOURCE, { line, mapped: true, record: rec })
           if (changed) {
@@ -236,9 +237,8 @@ export const importCodexFile = (
               const name = kind === "local_shell_call" ? "local_shell" : String(payload.name ?? kind)
               const args = kind === "function_call"
                 ? jsonText(payload.arguments ?? "")
-                : kind === "custom_tool_call"
-                ? jsonText(payload.input ?? "")
-                : jsonText(payload.action ?? null)
+                // a custom tool's input is free text: its arguments are that text as a JSON string
+                : encodeJson((kind === "custom_tool_call" ? payload.input ?? "" : payload.action ?? null) as Json)
               assistantPart(idOf(), [{ type: "tool-call", id: callId, name, arguments: args }], time ?? b.time)
               return undefined
             }

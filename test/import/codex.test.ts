@@ -1,0 +1,108 @@
+/**
+ * `import --from codex` as a library (docs/import.md): every record kind of the fixture (written
+ * from the documented rollout shapes), on a real SQLite file; each session verified as `verify` does.
+ */
+import { NodeContext } from "@effect/platform-node"
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import { importCodex } from "../../src/programs/import/Codex.js"
+import type { Event } from "../../src/schema/Events.js"
+import type { SessionStore } from "../../src/services/SessionStore.js"
+import { eventsOf, fixtures, messagesAt, messagesOf, verified, withStore } from "./helpers.js"
+
+const SESSION = "019a4b2c-7d8e-7f00-a1b2-c3d4e5f60718"
+const ID = `codex:${SESSION}`
+const tree = `${fixtures}/codex/sessions`
+const file = `${tree}/2025/11/03/rollout-2025-11-03T09-00-00-${SESSION}.jsonl`
+
+const data = (e: Event) => e.data as any
+const byType = (events: ReadonlyArray<Event>, type: string) => events.filter((e) => e.type === type)
+const texts = (messages: ReadonlyArray<any>) =>
+  messages.flatMap((m) => m.content.map((b: any) => b.type === "text" ? `${m.role}:${b.text}` : `${m.role}:${b.type}`))
+
+const run = <A, E>(body: Effect.Effect<A, E, SessionStore | NodeContext.NodeContext>) =>
+  withStore(() => body).pipe(Effect.provide(NodeContext.layer))
+
+describe("import --from codex", () => {
+  it.scoped("a rollout becomes a session that verifies, with a report of every record", () =>
+    run(Effect.gen(function*() {
+      const reports = yield* importCodex(tree)
+      assert.strictEqual(reports.length, 1)
+      const [report] = reports
+      assert.deepStrictEqual(report.records, { read: 23, mapped: 14, kept: 9, refused: 0 })
+      assert.deepStrictEqual(report.keptReasons, {
+        "event_msg:user_message": 1,
+        "event_msg:agent_reasoning": 1,
+        "event_msg:token_count": 1,
+        "event_msg:agent_message": 1,
+        "not-json": 1,
+        "type:ghost_snapshot": 1,
+        "result-without-call": 1,
+        "response_item:web_search_call": 1,
+        "event_msg:task_complete": 1
+      })
+      assert.deepStrictEqual(
+        report.sessions.map((s) => [s.id, s.status, s.toolCalls, s.toolResults]),
+        [[ID, "imported", 2, 2]]
+      )
+      assert.strictEqual(yield* verified(ID), "ok")
+    })))
+
+  it.scoped("session_meta is the header, turn_context a request header, messages and tools map", () =>
+    run(Effect.gen(function*() {
+      yield* importCodex(file)
+      const events = yield* eventsOf(ID)
+      assert.deepStrictEqual(data(events[0]), { tool: "codex", file, sourceSessionId: SESSION })
+      const headers = byType(events, "request/header")
+      assert.deepStrictEqual(headers.map((h) => [data(h).reason, data(h).header.config]), [
+        ["initial", { provider: "openai", model: "gpt-5-codex", reasoningEffort: "medium" }],
+        ["change", { provider: "openai", model: "gpt-5-codex", reasoningEffort: "high" }]
+      ])
+      // the environment context is context, the prompt is the person's
+      assert.strictEqual(byType(events, "context/message").length, 1)
+      assert.deepStrictEqual(byType(events, "user/message").filter((e) => data(e).source.kind === "user").map((e) => data(e).content[0].text), [
+        "Fix the typo in README.md",
+        "Now search the web for the latest release"
+      ])
+      // reasoning: the summary is its text, the encrypted content is kept beside it, never as text
+      const first = byType(events, "assistant/message")[0]
+      const reasoning = data(first).message.content[0]
+      assert.deepStrictEqual(reasoning, { type: "reasoning", text: "**Looking at README**", encryptedContent: "gAAAAABpAbCdEf==" })
+      assert.deepStrictEqual(data(first).message.source, { kind: "model", provider: "openai", model: "gpt-5-codex" })
+      // function and custom tool calls, their arguments as written, and results citing them
+      const calls = byType(events, "tool/call")
+      assert.deepStrictEqual(calls.map((c) => [data(c).callId, data(c).name]), [["call_A1", "shell"], ["call_A2", "apply_patch"]])
+      assert.strictEqual(data(calls[0]).arguments, "{\"command\":[\"bash\",\"-lc\",\"cat README.md\"],\"workdir\":\"/home/ada/project\"}")
+      assert.isTrue(JSON.parse(data(calls[1]).arguments).startsWith("*** Begin Patch"))
+      const results = byType(events, "tool/result")
+      assert.deepStrictEqual(results.map((r) => r.sourceEventSeqs), calls.map((c) => [c.seq]))
+      assert.strictEqual(results[0].time, Date.parse("2025-11-03T09:00:06.000Z"))
+    })))
+
+  it.scoped("a compaction replaces the history; the request before it still shows it", () =>
+    run(Effect.gen(function*() {
+      yield* importCodex(file)
+      const events = yield* eventsOf(ID)
+      const summary = byType(events, "user/message").find((e) => data(e).source.plugin === "compact")!
+      assert.strictEqual(typeof summary.surfaceOp, "object")
+      const before = texts(yield* messagesAt(ID, summary.seq - 1))
+      assert.isTrue(before.includes("user:Fix the typo in README.md"))
+      assert.isTrue(before.includes("assistant:Fixed: the heading now reads \"Project\"."))
+      assert.deepStrictEqual(texts(yield* messagesOf(ID)), [
+        "user:The user asked to fix a README typo; it was fixed with apply_patch.",
+        "user:Now search the web for the latest release",
+        "assistant:Version 2.0 is the latest."
+      ])
+    })))
+
+  it.scoped("importing twice makes no second session; --force replaces the imported one", () =>
+    run(Effect.gen(function*() {
+      yield* importCodex(tree)
+      const before = yield* eventsOf(ID)
+      const [again] = yield* importCodex(tree)
+      assert.strictEqual(again.sessions[0].status, "unchanged")
+      const [forced] = yield* importCodex(tree, { force: true })
+      assert.strictEqual(forced.sessions[0].status, "replaced")
+      assert.deepStrictEqual(yield* eventsOf(ID), before)
+    })))
+})
