@@ -13,7 +13,8 @@ export const CAMPAIGNS: ReadonlyArray<string> = [
   "test/crash/crash.test.ts",
   "test/jsonl/writers.test.ts",
   "test/jsonl/publish.test.ts",
-  "test/postgres/fleet.test.ts"
+  "test/postgres/fleet.test.ts",
+  "test/import/many.test.ts"
 ]
 
 /** Files that run in `test:slow` only (each takes minutes and guards no rule a faster file misses). */
