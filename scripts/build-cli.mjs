@@ -8,11 +8,14 @@ import { build } from "esbuild"
 import { rmSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { bundleView } from "./build-view.mjs"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 const outdir = process.argv[2] ?? join(root, "dist/cli")
 
 rmSync(outdir, { recursive: true, force: true })
+// the viewer's web app, defined into the chunk only `view` loads (src/programs/cli/ViewServe.ts)
+const viewAssets = await bundleView()
 await build({
   entryPoints: { "session-log": join(root, "src/programs/cli/main.ts") },
   outdir,
@@ -23,6 +26,11 @@ await build({
   format: "esm",
   target: "node20",
   external: ["better-sqlite3", "fs-native-extensions"],
+  // string literals: inlined where used (an object would be hoisted into a chunk every command loads)
+  define: {
+    __SESSION_LOG_VIEW_JS__: JSON.stringify(viewAssets.appJs),
+    __SESSION_LOG_VIEW_CSS__: JSON.stringify(viewAssets.appCss)
+  },
   banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
   logLevel: "warning"
 })

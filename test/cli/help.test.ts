@@ -32,6 +32,7 @@ const COMMANDS = [
   "compact",
   "prune",
   "fork",
+  "view",
   "acp"
 ]
 
@@ -183,7 +184,7 @@ describe("help that teaches (issue 27)", () => {
     }
   })
 
-  it("every example runs as printed, in order, after the demo (acp aside: it serves stdio)", SLOW, async () => {
+  it("every example runs as printed, in order, after the demo (acp and view aside: they serve until stopped)", SLOW, async () => {
     const cwd = fs.mkdtempSync(path.join(dir, "examples-"))
     const seen: Array<string> = []
     for (const command of COMMANDS) {
@@ -191,7 +192,8 @@ describe("help that teaches (issue 27)", () => {
       const lines = help.stdout.split("\n")
       const line = lines.slice(lines.indexOf("EXAMPLE")).find((l) => l.startsWith(`$ session-log ${command}`))!
       seen.push(command)
-      if (command === "acp") continue
+      // acp serves stdio and view serves HTTP until interrupted (test/view/cli.test.ts runs it)
+      if (command === "acp" || command === "view") continue
       const ran = await runCli(bundle, line.slice("$ session-log ".length).split(" "), cwd)
       assert.strictEqual(ran.code, 0, `${line}\n${ran.stderr}`)
     }

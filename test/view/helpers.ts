@@ -9,12 +9,14 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import { spawn } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { createServer } from "node:http"
 import { join } from "node:path"
 import type { Event } from "../../src/schema/Events.js"
 import { SessionStore, type SessionStoreShape } from "../../src/services/SessionStore.js"
 import { makeApp, type ViewAssets } from "../../src/programs/view/Server.js"
+import { BIN } from "../cli/helpers.js"
 
 export const FIXTURES = join(__dirname, "fixtures")
 export const DEMO_FILE = join(FIXTURES, "demo-session.jsonl")
@@ -90,4 +92,48 @@ export const get = (base: string, path: string, token: string | null = TOKEN) =>
       body = text
     }
     return { status: res.status, headers: res.headers, body }
+  })
+
+/** A `session-log view` process started by `startViewer`. */
+export interface Viewer {
+  /** The URL it printed (with the token and, when named, the session). */
+  readonly url: string
+  readonly origin: string
+  readonly token: string
+  readonly stderr: () => string
+  readonly stop: () => Promise<void>
+}
+
+/**
+ * Start `session-log view <args> --port 0` on the CLI bundle and wait for the URL it prints (a
+ * condition, not a time); a process that exits first rejects with its output.
+ */
+export const startViewer = (bundle: string, args: ReadonlyArray<string>, cwd: string): Promise<Viewer> =>
+  new Promise((resolvePromise, reject) => {
+    const child = spawn(process.execPath, [BIN, "view", ...args, "--port", "0"], {
+      cwd,
+      env: { ...process.env, NO_COLOR: "1", SESSION_LOG_BUNDLE: bundle },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let out = ""
+    let err = ""
+    const exited = new Promise<void>((r) => child.once("exit", () => r()))
+    child.stderr.on("data", (d) => void (err += String(d)))
+    child.stdout.on("data", (d) => {
+      out += String(d)
+      const m = /session-log view: (\S+)/.exec(out)
+      if (m === null) return
+      const url = new URL(m[1])
+      resolvePromise({
+        url: m[1],
+        origin: url.origin,
+        token: url.searchParams.get("token") ?? "",
+        stderr: () => err,
+        stop: () => {
+          if (child.exitCode === null) child.kill("SIGTERM")
+          return exited
+        }
+      })
+    })
+    child.once("exit", (code) => reject(new Error(`session-log view exited (${code}) before printing its URL:\n${out}\n${err}`)))
   })

@@ -19,6 +19,7 @@ import { showCommand } from "./ShowCommand.js"
 import { UsageError } from "./Target.js"
 import { exportCommand, importCommand } from "./TransferCommands.js"
 import { verifyCommand } from "./VerifyCommand.js"
+import { viewCommand } from "./ViewCommand.js"
 import { compactCommand, forkCommand, migrateCommand, pruneCommand, repairCommand } from "./WriteCommands.js"
 
 const VERSION = "0.1.0"
@@ -41,6 +42,7 @@ const commands = [
   compactCommand,
   pruneCommand,
   forkCommand,
+  viewCommand,
   acpCommand
 ] as const
 

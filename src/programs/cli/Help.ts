@@ -82,6 +82,7 @@ export const EXAMPLES: ReadonlyArray<{ readonly command: string; readonly args: 
   { command: "prune", args: "prune --store .demo/demo.db --session demo-session --threshold 100 --head 20 --tail 20", does: "trim tool results over 100 characters to their first and last 20" },
   { command: "compact", args: "compact --store .demo/demo.db --session demo-session", does: "summarise the older turns into one recorded replacement" },
   { command: "fork", args: "fork --store .demo/demo.db --session demo-session --child retry", does: "a new session retry holding all of demo-session" },
+  { command: "view", args: "view --store .demo/demo.db --session demo-session", does: "the web viewer on http://127.0.0.1:8737 (the URL with its token is printed)" },
   { command: "acp", args: "acp --store .demo/demo.db", does: "an ACP agent on stdio for Zed and other editors" }
 ]
 

@@ -136,6 +136,7 @@ export const makeApp = (options: ViewOptions) => {
       "/app.css",
       Effect.succeed(HttpServerResponse.text(options.assets.appCss, { contentType: "text/css; charset=utf-8" }))
     ),
+    HttpRouter.get("/favicon.ico", Effect.succeed(HttpServerResponse.empty({ status: 204 }))),
     HttpRouter.get("/api/sessions", requireToken(Effect.map(listSessions(), (sessions) => jsonResponse({ sessions })))),
     HttpRouter.get(
       "/api/sessions/:id/events",

@@ -1,0 +1,109 @@
+/**
+ * Where the web app's data comes from: the viewer's JSON API (with the token of the page's URL),
+ * or the events inlined in an exported HTML file, answered by the same pure functions the server
+ * uses (`Views`). Both answer the same questions in the same shapes.
+ *
+ * @since 0.2.0
+ */
+import type { Event } from "../../../schema/Events.js"
+import { foldSurface } from "../../../services/SurfaceManager.js"
+import type { LoadProblem, SessionSummary, TimelinePage, TornTailNote } from "../ViewData.js"
+import { type Provenance, provenanceOf, type TimelineRow, timelineRows, type TimeTravel, timeTravel } from "../Views.js"
+
+/**
+ * The questions the app asks.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Source {
+  readonly sessions: () => Promise<ReadonlyArray<SessionSummary>>
+  readonly page: (id: string, offset: number, limit: number) => Promise<TimelinePage>
+  readonly at: (id: string, seq: number) => Promise<{ readonly at: TimeTravel | null; readonly problem: LoadProblem | null }>
+  readonly provenance: (id: string, seq: number) => Promise<{
+    readonly provenance: Provenance | null
+    readonly related: ReadonlyArray<TimelineRow>
+  }>
+  readonly head: (id: string) => Promise<{ readonly count: number }>
+  /** Whether the data can change (a live store, not an export). */
+  readonly live: boolean
+}
+
+/**
+ * A refusal of the API (the token missing or wrong: 401).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export class ApiRefused {
+  readonly _tag = "ApiRefused"
+  constructor(readonly status: number, readonly detail: string) {}
+}
+
+/**
+ * The viewer's JSON API, with `token` sent on every request.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const httpSource = (token: string): Source => {
+  const get = async (path: string): Promise<any> => {
+    const res = await fetch(path, { headers: { "x-session-log-token": token } })
+    const body = await res.json()
+    if (res.status === 401 || res.status === 400 || res.status >= 500) {
+      throw new ApiRefused(res.status, String(body.detail ?? body.error))
+    }
+    return body
+  }
+  const enc = encodeURIComponent
+  return {
+    sessions: () => get("/api/sessions").then((b) => b.sessions),
+    page: (id, offset, limit) => get(`/api/sessions/${enc(id)}/events?offset=${offset}&limit=${limit}`),
+    at: (id, seq) => get(`/api/sessions/${enc(id)}/at/${seq}`),
+    provenance: (id, seq) => get(`/api/sessions/${enc(id)}/provenance/${seq}`),
+    head: (id) => get(`/api/sessions/${enc(id)}/head`),
+    live: true
+  }
+}
+
+/**
+ * One session's validated events held by the page (an exported HTML file).
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const inlineSource = (
+  summary: SessionSummary,
+  events: ReadonlyArray<Event>,
+  tornTail: TornTailNote | null
+): Source => {
+  const fold = foldSurface(events)
+  const replacements = "nodes" in fold ? fold.replacements : []
+  return {
+    sessions: () => Promise.resolve([summary]),
+    page: (id, offset, limit) =>
+      Promise.resolve({
+        id,
+        total: events.length,
+        offset,
+        rows: timelineRows(events.slice(offset, offset + limit)),
+        problem: summary.problem,
+        tornTail
+      }),
+    at: (_id, seq) => Promise.resolve({ at: timeTravel(events, seq) ?? null, problem: summary.problem }),
+    provenance: (_id, seq) => {
+      const event = events[seq]
+      if (event === undefined) return Promise.resolve({ provenance: null, related: [] })
+      const provenance = provenanceOf(replacements, event)
+      const seqs = new Set([
+        ...(provenance.replaced?.shadowedSeqs ?? []),
+        ...provenance.shadowedBy.map((r) => r.seq),
+        ...provenance.sources
+      ])
+      const related = [...seqs].sort((a, b) => a - b).flatMap((s) => events[s] === undefined ? [] : timelineRows([events[s]]))
+      return Promise.resolve({ provenance, related })
+    },
+    head: () => Promise.resolve({ count: events.length }),
+    live: false
+  }
+}

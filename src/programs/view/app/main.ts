@@ -1,0 +1,530 @@
+/// <reference lib="dom" />
+/**
+ * The viewer's web app (docs/viewer.md), bundled by esbuild into the CLI (scripts/build-view.mjs):
+ * the sessions as a fork tree, a session's paged timeline, time travel at any seq (surface,
+ * derived messages, the exact request and what changed in its header) and provenance both ways.
+ * Session text only ever reaches the page through `textContent` (never as HTML), with control
+ * and bidirectional-override characters shown as visible escapes.
+ */
+import type { Event } from "../../../schema/Events.js"
+import type { Message } from "../../../schema/Messages.js"
+import type { SessionSummary, TimelinePage } from "../ViewData.js"
+import { contentText, type TimelineRow, type TimeTravel } from "../Views.js"
+import { ApiRefused, httpSource, inlineSource, type Source } from "./Source.js"
+
+const PAGE = 200
+/** The longest text shown in one row (the rest is counted, never dropped silently). */
+const ROW_CHARS = 2_000
+const POLL_MS = 2_000
+
+// --- DOM helpers: text only -----------------------------------------------------------------
+
+// eslint-disable-next-line no-control-regex
+const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g
+
+/** Text with control and bidi-control characters made visible (⟨U+202E⟩): inert and honest. */
+const visible = (s: string): string =>
+  s.replace(UNSAFE, (c) => `⟨U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}⟩`)
+
+const clipped = (s: string, max = ROW_CHARS): string =>
+  s.length <= max ? visible(s) : `${visible(s.slice(0, max))} … (${s.length - max} more characters)`
+
+type Child = Node | string | null | undefined | false
+
+/** An element with attributes (never `innerHTML`) and children as text nodes or elements. */
+const h = <K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Record<string, string> = {},
+  ...children: ReadonlyArray<Child>
+): HTMLElementTagNameMap[K] => {
+  const el = document.createElement(tag)
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v)
+  for (const c of children) {
+    if (c === null || c === undefined || c === false) continue
+    el.append(typeof c === "string" ? document.createTextNode(c) : c)
+  }
+  return el
+}
+
+const byId = <T extends HTMLElement>(id: string): T => document.getElementById(id) as T
+
+const time = (ms: number): string => new Date(ms).toISOString().replace("T", " ").slice(0, 19)
+
+// --- state ----------------------------------------------------------------------------------
+
+interface State {
+  source: Source
+  sessions: ReadonlyArray<SessionSummary>
+  session: string | null
+  page: TimelinePage | null
+  selected: number | null
+}
+
+let state: State
+
+// --- layout ---------------------------------------------------------------------------------
+
+const layout = () => {
+  document.body.append(
+    h(
+      "header",
+      { class: "bar" },
+      h("h1", {}, "session-log view"),
+      h("span", { id: "where", class: "where" }),
+      h("span", { id: "notice", class: "notice", role: "status", "aria-live": "polite" })
+    ),
+    h(
+      "div",
+      { class: "layout" },
+      h(
+        "nav",
+        { id: "sessions-pane", "aria-label": "Sessions" },
+        h("input", { id: "search", type: "search", placeholder: "Search sessions", "aria-label": "Search sessions" }),
+        h("ul", { id: "sessions", role: "tree", "aria-label": "Sessions and their forks" })
+      ),
+      h(
+        "main",
+        { id: "timeline-pane" },
+        h("div", { id: "problem", class: "problem", role: "alert", hidden: "" }),
+        h(
+          "div",
+          { class: "toolbar" },
+          h("h2", { id: "title" }, "No session open"),
+          h("label", { for: "seq" }, "seq"),
+          h("input", { id: "seq", type: "range", min: "0", max: "0", value: "0", "aria-label": "Time travel: seq" }),
+          h("output", { id: "seq-out", for: "seq" }),
+          h("button", { id: "prev", type: "button" }, "◀ earlier"),
+          h("button", { id: "next", type: "button" }, "later ▶"),
+          h("span", { id: "range", class: "range" })
+        ),
+        h("ol", { id: "rows", class: "rows", "aria-label": "Timeline" })
+      ),
+      h(
+        "aside",
+        { id: "detail-pane", "aria-label": "At the selected seq" },
+        h("section", { id: "travel" }, h("p", { class: "hint" }, "Choose an event or a seq to see what the model saw.")),
+        h("section", { id: "provenance" })
+      )
+    )
+  )
+}
+
+const notice = (text: string) => void (byId("notice").textContent = text)
+
+// --- sessions -------------------------------------------------------------------------------
+
+const statusOf = (s: SessionSummary): { text: string; cls: string } =>
+  s.problem !== null
+    ? { text: `✗ ${s.problem.rule ?? s.problem.tag}${s.problem.seq === null ? "" : ` at seq ${s.problem.seq}`}`, cls: "bad" }
+    : s.tornTail !== null
+    ? { text: `torn tail at seq ${s.tornTail.fromSeq}`, cls: "warn" }
+    : { text: "✓ verified", cls: "ok" }
+
+const sessionItem = (s: SessionSummary, children: ReadonlyArray<HTMLElement>): HTMLElement => {
+  const status = statusOf(s)
+  const open = h(
+    "button",
+    { type: "button", class: "session", "data-session": s.id, "aria-current": String(s.id === state.session) },
+    h("span", { class: "id" }, clipped(s.id, 80)),
+    h("span", { class: `status ${status.cls}` }, status.text),
+    h("span", { class: "meta" }, `${s.events} events · last ${time(s.lastActivity)}`),
+    s.preview === "" ? null : h("span", { class: "preview" }, clipped(s.preview, 120))
+  )
+  open.addEventListener("click", () => void openSession(s.id))
+  return h(
+    "li",
+    { role: "treeitem", "aria-expanded": "true" },
+    open,
+    children.length === 0 ? null : h("ul", { role: "group" }, ...children)
+  )
+}
+
+const renderSessions = () => {
+  const list = byId<HTMLUListElement>("sessions")
+  const query = byId<HTMLInputElement>("search").value.trim().toLowerCase()
+  list.replaceChildren()
+  const all = state.sessions
+  if (query !== "") {
+    const hits = all.filter((s) => s.id.toLowerCase().includes(query) || s.preview.toLowerCase().includes(query))
+    list.append(...hits.map((s) => sessionItem(s, [])))
+    if (hits.length === 0) list.append(h("li", { class: "hint" }, "No session matches."))
+    return
+  }
+  // the fork lineage as a tree: children under their parent (a parent not in the store: a root)
+  const ids = new Set(all.map((s) => s.id))
+  const children = new Map<string, Array<SessionSummary>>()
+  for (const s of all) {
+    if (s.parentSession !== null && ids.has(s.parentSession)) {
+      children.set(s.parentSession, [...(children.get(s.parentSession) ?? []), s])
+    }
+  }
+  const seen = new Set<string>()
+  const build = (s: SessionSummary): HTMLElement => {
+    seen.add(s.id)
+    return sessionItem(s, (children.get(s.id) ?? []).filter((c) => !seen.has(c.id)).map(build))
+  }
+  list.append(...all.filter((s) => s.parentSession === null || !ids.has(s.parentSession)).map(build))
+  if (all.length === 0) list.append(h("li", { class: "hint" }, "No sessions in this store."))
+}
+
+// --- timeline -------------------------------------------------------------------------------
+
+const rowText = (r: TimelineRow): string => r.text
+
+const rowElement = (r: TimelineRow): HTMLElement => {
+  const classes = ["row", r.dim ? "dim" : "", r.closer ? "closer" : "", r.surface.startsWith("replace") ? "replacing" : ""]
+  const li = h(
+    "li",
+    {
+      class: classes.filter((c) => c !== "").join(" "),
+      tabindex: "0",
+      "data-seq": String(r.seq),
+      "data-last": String(r.lastSeq),
+      "aria-selected": "false"
+    },
+    h("span", { class: "seq" }, r.seq === r.lastSeq ? String(r.seq) : `${r.seq}–${r.lastSeq}`),
+    h("span", { class: "type" }, r.type === "assistant/chunk" ? `assistant/chunk ×${r.lastSeq - r.seq + 1}` : r.type),
+    r.surface === "" ? null : h("span", { class: "surface" }, r.surface),
+    r.closer ? h("span", { class: "badge closer" }, "repair closer") : null,
+    r.usage === null ? null : h("span", { class: "usage" }, `${r.usage.inputTokens ?? "?"} in / ${r.usage.outputTokens ?? "?"} out tokens`),
+    r.pairedSeq === null ? null : pairLink(r),
+    h("span", { class: "text" }, clipped(rowText(r)))
+  )
+  li.addEventListener("click", () => void select(r.seq))
+  li.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" || e.key === " ") {
+      e.preventDefault()
+      void select(r.seq)
+    } else if (e.key === "ArrowDown" || e.key === "j") {
+      e.preventDefault()
+      moveFocus(li, 1)
+    } else if (e.key === "ArrowUp" || e.key === "k") {
+      e.preventDefault()
+      moveFocus(li, -1)
+    }
+  })
+  return li
+}
+
+const pairLink = (r: TimelineRow): HTMLElement => {
+  const label = r.type === "tool/call" ? `result at seq ${r.pairedSeq}` : `call at seq ${r.pairedSeq}`
+  const b = h("button", { type: "button", class: "link pair" }, label)
+  b.addEventListener("click", (e) => {
+    e.stopPropagation()
+    void goTo(r.pairedSeq!)
+  })
+  return b
+}
+
+const moveFocus = (from: HTMLElement, by: 1 | -1) => {
+  const next = (by === 1 ? from.nextElementSibling : from.previousElementSibling) as HTMLElement | null
+  if (next !== null) {
+    next.focus()
+    void select(Number(next.dataset.seq))
+  } else if (state.page !== null) {
+    const offset = state.page.offset + by * PAGE
+    if (offset >= 0 && offset < state.page.total) void loadPage(offset, by === 1 ? "first" : "last")
+  }
+}
+
+const showProblem = (page: TimelinePage) => {
+  const box = byId("problem")
+  box.replaceChildren()
+  if (page.problem === null && page.tornTail === null) {
+    box.hidden = true
+    return
+  }
+  box.hidden = false
+  if (page.problem !== null) {
+    const p = page.problem
+    box.append(
+      h("strong", {}, `This log does not load: ${p.rule ?? p.tag}`),
+      h(
+        "span",
+        { class: "where" },
+        `${p.seq === null ? "" : ` at seq ${p.seq}`}${p.line === null ? "" : `, line ${p.line}`}`
+      ),
+      h("p", {}, clipped(p.message, 500)),
+      h("p", {}, `${page.total} events before it load and are shown.`)
+    )
+  }
+  if (page.tornTail !== null) {
+    const t = page.tornTail
+    box.append(
+      h(
+        "p",
+        {},
+        `A torn tail (${t.reason}) from seq ${t.fromSeq}${t.line === null ? "" : `, line ${t.line}`} is not shown: ` +
+          "`session-log repair` removes it."
+      )
+    )
+  }
+}
+
+const renderPage = (page: TimelinePage) => {
+  state.page = page
+  showProblem(page)
+  const rows = byId<HTMLOListElement>("rows")
+  rows.replaceChildren(...page.rows.map(rowElement))
+  const last = page.rows.length === 0 ? page.offset : page.rows[page.rows.length - 1].lastSeq
+  byId("range").textContent = page.total === 0 ? "no events" : `events ${page.offset}–${last} of ${page.total}`
+  const slider = byId<HTMLInputElement>("seq")
+  slider.max = String(Math.max(0, page.total - 1))
+  byId<HTMLButtonElement>("prev").disabled = page.offset === 0
+  byId<HTMLButtonElement>("next").disabled = page.offset + PAGE >= page.total
+  markSelected()
+}
+
+const loadPage = async (offset: number, focus?: "first" | "last") => {
+  if (state.session === null) return
+  const page = await state.source.page(state.session, offset, PAGE)
+  renderPage(page)
+  const rows = byId("rows")
+  const target = (focus === "last" ? rows.lastElementChild : focus === "first" ? rows.firstElementChild : null) as HTMLElement | null
+  if (target !== null) {
+    target.focus()
+    void select(Number(target.dataset.seq))
+  }
+}
+
+const markSelected = () => {
+  for (const li of Array.from(byId("rows").children) as Array<HTMLElement>) {
+    const on = state.selected !== null && Number(li.dataset.seq) <= state.selected && state.selected <= Number(li.dataset.last)
+    li.setAttribute("aria-selected", String(on))
+  }
+}
+
+/** Show the page holding `seq`, then select it. */
+const goTo = async (seq: number) => {
+  const page = state.page
+  if (page === null) return
+  const offset = Math.floor(seq / PAGE) * PAGE
+  if (offset !== page.offset) await loadPage(offset)
+  await select(seq)
+  const row = (Array.from(byId("rows").children) as Array<HTMLElement>).find((li) =>
+    Number(li.dataset.seq) <= seq && seq <= Number(li.dataset.last)
+  )
+  row?.scrollIntoView({ block: "nearest" })
+  row?.focus()
+}
+
+// --- time travel and provenance -------------------------------------------------------------
+
+const messageList = (messages: ReadonlyArray<Message>, testId: string): HTMLElement =>
+  h(
+    "ol",
+    { class: "messages", "data-testid": testId },
+    ...messages.map((m) =>
+      h(
+        "li",
+        { class: `message ${m.role}`, "data-role": m.role, "data-id": String(m.id) },
+        h("span", { class: "role" }, m.role),
+        h("span", { class: "text" }, clipped(contentText(m.content)))
+      )
+    )
+  )
+
+/** The header's top-level keys whose values differ from the previous header's. */
+const headerChanges = (at: TimeTravel): ReadonlyArray<string> => {
+  const now = (at.request.header ?? {}) as Record<string, unknown>
+  const before = (at.previousHeader ?? {}) as Record<string, unknown>
+  const keys = [...new Set([...Object.keys(now), ...Object.keys(before)])]
+  return keys.filter((k) => JSON.stringify(now[k]) !== JSON.stringify(before[k]))
+}
+
+const seqButton = (seq: number, label = `seq ${seq}`): HTMLElement => {
+  const b = h("button", { type: "button", class: "link", "data-goto": String(seq) }, label)
+  b.addEventListener("click", () => void goTo(seq))
+  return b
+}
+
+const renderTravel = (at: TimeTravel) => {
+  const header = at.request.header
+  const cfg = (header?.config ?? {}) as Record<string, unknown>
+  const changes = headerChanges(at)
+  byId("travel").replaceChildren(
+    h("h3", { id: "travel-title" }, `At seq ${at.seq}`),
+    h(
+      "div",
+      { class: "header", "data-testid": "request-header" },
+      header === null
+        ? h("p", {}, "No request header yet.")
+        : h(
+          "div",
+          {},
+          h("p", {}, h("strong", {}, `${String(cfg.provider)}/${String(cfg.model)}`), " — header at ", seqButton(at.headerSeq!),
+            ` (reason: ${at.headerReason})`),
+          h(
+            "p",
+            { "data-testid": "header-changes" },
+            at.previousHeader === null
+              ? "The first header of the session."
+              : changes.length === 0
+              ? "Unchanged against the previous header."
+              : `Changed against the previous header: ${changes.join(", ")}.`
+          ),
+          header.system === undefined ? null : h("details", {}, h("summary", {}, "system"), h("pre", {}, clipped(header.system))),
+          header.tools === undefined ? null : h("p", {}, `tools: ${header.tools.map((t) => t.name).join(", ")}`)
+        )
+    ),
+    h("h4", {}, `The exact request: ${at.request.messages.length} messages`),
+    messageList(at.request.messages, "request-messages"),
+    h(
+      "details",
+      {},
+      h("summary", {}, `Derived messages of the surface: ${at.messages.length}`),
+      messageList(at.messages, "derived-messages")
+    ),
+    h(
+      "details",
+      {},
+      h("summary", {}, `Surface: ${at.surface.nodes.length} events`),
+      h("p", { class: "nodes" }, ...at.surface.nodes.flatMap((n) => [seqButton(n, String(n)), " "]))
+    )
+  )
+}
+
+const renderProvenance = async (seq: number) => {
+  if (state.session === null) return
+  const { provenance, related } = await state.source.provenance(state.session, seq)
+  const box = byId("provenance")
+  box.replaceChildren()
+  if (provenance === null) return
+  const rowOf = new Map(related.map((r) => [r.seq, r]))
+  const relatedItem = (s: number) =>
+    h("li", {}, seqButton(s), " ", h("span", { class: "text" }, clipped(rowOf.get(s)?.text ?? "", 300)))
+  if (provenance.replaced !== null) {
+    const r = provenance.replaced
+    box.append(
+      h("h3", {}, "What this replacement is made of"),
+      h("p", { "data-testid": "replaced-span" }, `Replaces the span ${r.start}..${r.end}; it shadowed ${r.shadowedSeqs.length} events:`),
+      h("ul", { "data-testid": "shadowed" }, ...[...r.shadowedSeqs].sort((a, b) => a - b).map(relatedItem))
+    )
+  }
+  if (provenance.sources.length > 0) {
+    box.append(h("h4", {}, "Sources"), h("ul", { "data-testid": "sources" }, ...provenance.sources.map(relatedItem)))
+  }
+  if (provenance.shadowedBy.length > 0) {
+    box.append(
+      h("h3", {}, "Replaced"),
+      h(
+        "ul",
+        { "data-testid": "shadowed-by" },
+        ...provenance.shadowedBy.map((r) =>
+          h("li", {}, "shadowed by ", seqButton(r.seq), ` (replacing ${r.start}..${r.end})`)
+        )
+      )
+    )
+  }
+  if (provenance.replaced === null && provenance.shadowedBy.length === 0 && provenance.sources.length === 0) {
+    box.append(h("p", { class: "hint" }, "No replacement made or shadowed this event."))
+  }
+}
+
+let selecting = 0
+
+const select = async (seq: number) => {
+  if (state.session === null) return
+  const ticket = ++selecting
+  state.selected = seq
+  markSelected()
+  byId<HTMLInputElement>("seq").value = String(seq)
+  byId("seq-out").textContent = String(seq)
+  history.replaceState(null, "", `${location.pathname}${location.search}#session=${encodeURIComponent(state.session)}&seq=${seq}`)
+  const { at } = await state.source.at(state.session, seq)
+  if (ticket !== selecting) return
+  if (at !== null) renderTravel(at)
+  await renderProvenance(seq)
+}
+
+// --- sessions and live updates --------------------------------------------------------------
+
+const openSession = async (id: string, seq?: number) => {
+  state.session = id
+  state.selected = null
+  byId("title").textContent = clipped(id, 200)
+  byId("where").textContent = ""
+  renderSessions()
+  byId("travel").replaceChildren(h("p", { class: "hint" }, "Choose an event or a seq to see what the model saw."))
+  byId("provenance").replaceChildren()
+  await loadPage(seq === undefined ? 0 : Math.floor(seq / PAGE) * PAGE)
+  if (seq !== undefined) await goTo(seq)
+}
+
+/**
+ * Live updates by polling the head of the open session.
+ * SEAM(follow): once the store's follow stream lands (another engineer's work), the server can
+ * push appends and this poll can subscribe to it instead.
+ */
+const poll = () => {
+  if (!state.source.live) return
+  setInterval(() => {
+    const { page, session } = state
+    if (session === null || page === null) return
+    void state.source.head(session).then(({ count }) => {
+      if (state.session !== session || count === page.total) return
+      notice(`${count - page.total} new events`)
+      // the last page grows in place; elsewhere only the counts change
+      const onLastPage = page.offset + PAGE >= page.total
+      void (onLastPage ? loadPage(page.offset) : state.source.page(session, page.offset, PAGE).then(renderPage))
+    }).catch(() => undefined)
+  }, POLL_MS)
+}
+
+const refused = (e: unknown) => {
+  if (e instanceof ApiRefused && e.status === 401) {
+    document.body.classList.add("refused")
+    byId("sessions").replaceChildren(
+      h(
+        "li",
+        { class: "refusal", role: "alert", "data-testid": "refused" },
+        "This viewer needs its token: open the URL `session-log view` printed (it ends in ?token=…)."
+      )
+    )
+    return
+  }
+  notice(`error: ${e instanceof Error ? e.message : String(e)}`)
+}
+
+// --- start ----------------------------------------------------------------------------------
+
+/** The inline data of an exported HTML file, if this page is one. */
+const inlineData = (): Source | undefined => {
+  const meta = document.getElementById("session-log-summary")
+  if (meta === null) return undefined
+  const summary = JSON.parse(meta.textContent ?? "{}") as SessionSummary & { tornTail: SessionSummary["tornTail"] }
+  const events: Array<Event> = []
+  for (const chunk of Array.from(document.querySelectorAll("script.session-log-events"))) {
+    for (const e of JSON.parse(chunk.textContent ?? "[]") as Array<Event>) events.push(e)
+  }
+  return inlineSource({ ...summary, events: events.length }, events, summary.tornTail)
+}
+
+const start = async () => {
+  layout()
+  const inline = inlineData()
+  const token = new URLSearchParams(location.search).get("token") ?? ""
+  state = { source: inline ?? httpSource(token), sessions: [], session: null, page: null, selected: null }
+  byId("search").addEventListener("input", renderSessions)
+  const slider = byId<HTMLInputElement>("seq")
+  slider.addEventListener("input", () => void (byId("seq-out").textContent = slider.value))
+  slider.addEventListener("change", () => void goTo(Number(slider.value)))
+  byId("prev").addEventListener("click", () => state.page && void loadPage(Math.max(0, state.page.offset - PAGE)))
+  byId("next").addEventListener("click", () => state.page && void loadPage(state.page.offset + PAGE))
+  try {
+    state.sessions = await state.source.sessions()
+    renderSessions()
+    const hash = new URLSearchParams(location.hash.slice(1))
+    const first = hash.get("session") ?? (document.body.dataset.session || undefined) ??
+      (inline === undefined ? undefined : state.sessions[0]?.id)
+    const seq = hash.get("seq")
+    if (first !== undefined) await openSession(first, seq === null ? undefined : Number(seq))
+    poll()
+    document.body.dataset.ready = "true"
+  } catch (e) {
+    refused(e)
+    document.body.dataset.ready = "true"
+  }
+}
+
+void start()
