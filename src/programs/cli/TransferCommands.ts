@@ -39,6 +39,14 @@ const out = Options.text("out").pipe(
 
 const force = Options.boolean("force").pipe(Options.withDescription("overwrite existing output files"))
 
+const format = Options.choice("format", ["jsonl", "markdown", "html"]).pipe(
+  Options.withDefault("jsonl" as const),
+  Options.withPseudoName("<format>"),
+  Options.withDescription(
+    "jsonl (default), or for one session markdown (a transcript) or html (one self-contained page of the viewer, docs/viewer.md)"
+  )
+)
+
 const isAlreadyExists = (e: PlatformError): boolean => e._tag === "SystemError" && e.reason === "AlreadyExists"
 
 /** One session to export, validated by a first streamed read. */
@@ -50,6 +58,8 @@ interface Exported {
   readonly each: <E>(
     onEvents: (events: ReadonlyArray<Event>) => Effect.Effect<void, E>
   ) => Effect.Effect<ReadEachResult, ReadError | NotASessionFile | E>
+  /** Another format than JSONL (`--format markdown|html`): how to write it. */
+  readonly render?: <E>(write: (text: string) => Effect.Effect<void, E>) => Effect.Effect<void, ReadError | NotASessionFile | E>
 }
 
 /** Validate a session by a streamed read (SPEC §12: memory bounded by a chunk); how to read it again. */
@@ -73,7 +83,9 @@ const linesOf = (events: ReadonlyArray<Event>): string => {
 
 /** Stream one session's JSONL (format version 1) to `write`. */
 const streamJsonl = <E>(session: Exported, write: (text: string) => Effect.Effect<void, E>) =>
-  Effect.zipRight(write(headerLine({ ...session.header, version: 1 })), session.each((events) => write(linesOf(events))))
+  session.render !== undefined
+    ? session.render(write)
+    : Effect.zipRight(write(headerLine({ ...session.header, version: 1 })), session.each((events) => write(linesOf(events))))
 
 /**
  * Write one export file through a temporary file beside it, published only when complete: a new
@@ -258,18 +270,27 @@ const exportStore = (storeOpt: string, outOpt: Option.Option<string>) =>
 const writeStdout = (text: string) => Effect.sync(() => void process.stdout.write(text))
 
 /** `export`. */
-export const exportCommand = Command.make("export", { json, store, session, file, out, force }, (o) =>
+export const exportCommand = Command.make("export", { json, store, session, file, out, force, format }, (o) =>
   runCommand(
     o.json,
     Effect.gen(function*() {
       const single = Option.isSome(o.session) || Option.isSome(o.file)
-      const sessions: ReadonlyArray<Exported> = single
+      if (o.format !== "jsonl" && !single) {
+        return yield* new UsageError({ detail: `--format ${o.format} exports one session: name it with --session <id> or a .jsonl path` })
+      }
+      const read: ReadonlyArray<Exported> = single
         ? [yield* Effect.flatMap(resolve(o.file, o.session, o.store), (src) =>
           Effect.flatMap(sourceReader(src), (reader) =>
             // progress on a terminal for the validating read only (Progress.ts): stdout may be that terminal
             Effect.flatMap(sourceWithProgress(src, reader, "export", o.json), (validating) =>
               validated(src.kind === "store" ? src.id : src.path, reader, validating))))]
         : yield* exportStore(o.store, o.out)
+      // --format markdown|html: the one session written for people (ViewExport, loaded only here)
+      const sessions: ReadonlyArray<Exported> = o.format === "jsonl" ? read : yield* Effect.flatMap(
+        Effect.promise(() => import("./ViewExport.js")),
+        ({ readableRender }) =>
+          Effect.map(readableRender<ReadError | NotASessionFile>(o.format as "markdown" | "html", read[0].header, read[0].each), (render) => [{ ...read[0], render }])
+      )
       const counts = { sessions: sessions.length, events: sessions.reduce((n, t) => n + t.events, 0) }
       if (Option.isNone(o.out)) {
         if (o.json) return yield* new UsageError({ detail: "--json needs --out (the JSONL text is the output otherwise)" })
