@@ -32,7 +32,7 @@ import {
   type SessionReport,
   type SessionWriter,
   timeOf
-} from "./Transcript.js"
+} from "./TranscriptImport.js"
 
 type Rec = Readonly<Record<string, unknown>>
 

@@ -32,7 +32,7 @@ import {
   readFailure,
   RecordTally,
   timeOf
-} from "./Transcript.js"
+} from "./TranscriptImport.js"
 
 type Rec = Readonly<Record<string, unknown>>
 

@@ -24,7 +24,7 @@ import { type ErrorReport, errorReport } from "../Verify.js"
 
 /**
  * The ignorable event type of a source record: mapped (its envelope, the message left out) or
- * kept aside whole, with the reason (docs/import.md "What is kept aside").
+ * kept aside whole, with the reason (docs/import.md "Everything else is kept").
  *
  * @since 0.2.0
  * @category constants
@@ -125,7 +125,12 @@ export interface FileReport {
 // ---------------------------------------------------------------------------------------------
 // Lines
 
-/** One line of a transcript: its text, or why it has none. */
+/**
+ * One line of a transcript: its text, or why it has none.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export type SourceLine =
   | { readonly _tag: "Text"; readonly line: number; readonly text: string }
   | { readonly _tag: "Refused"; readonly line: number; readonly reason: "too-long" | "not-utf8" }
@@ -205,7 +210,12 @@ export const forEachLine = <E, R>(
     return lineNo
   })
 
-/** A parsed line: a lossless JSON value, or why it is not one. */
+/**
+ * A parsed line: a lossless JSON value, or why it is not one.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export type ParsedSource =
   | { readonly _tag: "Json"; readonly value: unknown }
   | { readonly _tag: "NotJson"; readonly reason: "not-json" | "not-lossless-json" }
@@ -306,14 +316,35 @@ interface Call {
  * @category models
  */
 export class LogBuilder {
-  /** The events not yet taken by the writer. */
+  /**
+   * The events not yet taken by the writer.
+   *
+   * @since 0.2.0
+   */
   pending: Array<Event> = []
-  /** The next seq. */
+  /**
+   * The next seq.
+   *
+   * @since 0.2.0
+   */
   seq = 0
-  /** The time of the next event (the source's, when it has one). */
+  /**
+   * The time of the next event (the source's, when it has one).
+   *
+   * @since 0.2.0
+   */
   time = 0
-  /** The surface nodes, in order. */
+  /**
+   * The surface nodes, in order.
+   *
+   * @since 0.2.0
+   */
   readonly surface: Array<number> = []
+  /**
+   * What this builder wrote.
+   *
+   * @since 0.2.0
+   */
   readonly counts: BuildCounts = { messages: 0, toolCalls: 0, toolResults: 0 }
   private turn = 0
   private step = 0
@@ -323,12 +354,21 @@ export class LogBuilder {
   private readonly calls = new Map<string, Call>()
   private readonly ids = new Set<string>()
 
-  /** Set the time of the next events from a source timestamp (kept when there is none). */
+  /**
+   * Set the time of the next events from a source timestamp (kept when there is none).
+   *
+   * @since 0.2.0
+   */
   at(time: number | undefined): this {
     if (time !== undefined) this.time = time
     return this
   }
 
+  /**
+   * Append one event with its envelope keys in order.
+   *
+   * @since 0.2.0
+   */
   private push(
     type: string,
     data: unknown,
@@ -343,7 +383,11 @@ export class LogBuilder {
     return seq
   }
 
-  /** A message id not used yet in this session (the source's, suffixed when repeated). */
+  /**
+   * A message id not used yet in this session (the source's, suffixed when repeated).
+   *
+   * @since 0.2.0
+   */
   uniqueId(id: string): string {
     let out = id
     for (let n = 2; this.ids.has(out); n++) out = `${id}#${n}`
@@ -351,28 +395,51 @@ export class LogBuilder {
     return out
   }
 
-  /** An ignorable record (`import/origin`, `import/source`). */
+  /**
+   * An ignorable record (`import/origin`, `import/source`).
+   *
+   * @since 0.2.0
+   */
   ignorable(type: string, data: unknown): number {
     return this.push(type, data, { ignorable: true })
   }
 
-  /** A `request/header` (model and settings of the requests that follow). */
+  /**
+   * A `request/header` (model and settings of the requests that follow).
+   *
+   * @since 0.2.0
+   */
   requestHeader(header: Readonly<Record<string, unknown>>, reason: "initial" | "change"): number {
     return this.push("request/header", { header, reason })
   }
 
+  /**
+   * Close the open step.
+   *
+   * @since 0.2.0
+   */
   private closeStep() {
     if (this.stepOpen) this.push("step/end", { turn: this.turn, step: this.step })
     this.stepOpen = false
     this.stepHasAssistant = false
   }
 
+  /**
+   * Close the open step and turn.
+   *
+   * @since 0.2.0
+   */
   private closeTurn() {
     this.closeStep()
     if (this.turnOpen) this.push("turn/end", { turn: this.turn, reason: { kind: "completed" } })
     this.turnOpen = false
   }
 
+  /**
+   * Open the next turn.
+   *
+   * @since 0.2.0
+   */
   private openTurn() {
     this.turn++
     this.step = 0
@@ -380,6 +447,11 @@ export class LogBuilder {
     this.push("turn/start", { turn: this.turn })
   }
 
+  /**
+   * Open the next step (and a turn when none is open).
+   *
+   * @since 0.2.0
+   */
   private openStep() {
     if (!this.turnOpen) this.openTurn()
     this.step++
@@ -388,6 +460,11 @@ export class LogBuilder {
     this.push("step/start", { turn: this.turn, step: this.step })
   }
 
+  /**
+   * Append a surface event.
+   *
+   * @since 0.2.0
+   */
   private surfaceAppend(type: string, data: unknown, sourceEventSeqs?: ReadonlyArray<number>): number {
     const seq = this.push(type, data, { ...(sourceEventSeqs === undefined ? {} : { sourceEventSeqs }), surfaceOp: "append" })
     this.surface.push(seq)
@@ -395,20 +472,32 @@ export class LogBuilder {
     return seq
   }
 
-  /** A person's prompt: it closes the open turn and opens a new one with its first step. */
+  /**
+   * A person's prompt: it closes the open turn and opens a new one with its first step.
+   *
+   * @since 0.2.0
+   */
   prompt(id: string, content: ReadonlyArray<ContentBlock>): number {
     this.closeTurn()
     this.openStep()
     return this.surfaceAppend("user/message", { id: this.uniqueId(id), role: "user", content, source: { kind: "user" } })
   }
 
-  /** A person's message inside the open turn (text beside tool results). */
+  /**
+   * A person's message inside the open turn (text beside tool results).
+   *
+   * @since 0.2.0
+   */
   userInTurn(id: string, content: ReadonlyArray<ContentBlock>): number {
     if (!this.stepOpen) this.openStep()
     return this.surfaceAppend("user/message", { id: this.uniqueId(id), role: "user", content, source: { kind: "user" } })
   }
 
-  /** Context the tool injected (instructions, environment, command output): a `context/message`. */
+  /**
+   * Context the tool injected (instructions, environment, command output): a `context/message`.
+   *
+   * @since 0.2.0
+   */
   context(id: string, content: ReadonlyArray<ContentBlock>, source: Readonly<Record<string, unknown>>, meta?: unknown): number {
     return this.surfaceAppend("context/message", {
       id: this.uniqueId(id),
@@ -422,6 +511,8 @@ export class LogBuilder {
   /**
    * A model message: a step of its own (the first one after a prompt shares the prompt's step),
    * then one `tool/call` per tool-call block, in order.
+   *
+   * @since 0.2.0
    */
   assistant(
     id: string,
@@ -456,7 +547,11 @@ export class LogBuilder {
     return seq
   }
 
-  /** Whether `toolResult` would map a result of `callId`, else the reason it is kept aside. */
+  /**
+   * Whether `toolResult` would map a result of `callId`, else the reason it is kept aside.
+   *
+   * @since 0.2.0
+   */
   canAnswer(callId: string): true | "result-without-call" | "duplicate-result" {
     const call = this.calls.get(callId)
     return call === undefined ? "result-without-call" : call.answered ? "duplicate-result" : true
@@ -465,6 +560,8 @@ export class LogBuilder {
   /**
    * The result of a call this session holds and has not answered yet: a `tool/result` citing the
    * `tool/call`. `"no-call"` or `"answered"` otherwise (the caller keeps the record aside).
+   *
+   * @since 0.2.0
    */
   toolResult(
     id: string,
@@ -494,6 +591,8 @@ export class LogBuilder {
   /**
    * A compaction summary: a `user/message` from the `compact` plugin replacing the whole surface
    * (every node cited, F4), or appended when the surface is empty.
+   *
+   * @since 0.2.0
    */
   compaction(id: string, content: ReadonlyArray<ContentBlock>, compactionId: string, cites: ReadonlyArray<number> = []): number {
     const data = {
@@ -515,12 +614,20 @@ export class LogBuilder {
     return seq
   }
 
-  /** Close the open step and turn (the transcript ended). */
+  /**
+   * Close the open step and turn (the transcript ended).
+   *
+   * @since 0.2.0
+   */
   finish(): void {
     this.closeTurn()
   }
 
-  /** Take the pending events. */
+  /**
+   * Take the pending events.
+   *
+   * @since 0.2.0
+   */
   take(): Array<Event> {
     const out = this.pending
     this.pending = []
@@ -574,6 +681,11 @@ export class SessionWriter {
   private readonly all: Array<Event> = []
   private stored = 0
   private created = false
+  /**
+   * The first failure of this session, if any.
+   *
+   * @since 0.2.0
+   */
   error: SessionLogError | undefined
 
   constructor(
@@ -585,7 +697,11 @@ export class SessionWriter {
     this.error = refusal
   }
 
-  /** Validate and queue events; append a batch when one is full. */
+  /**
+   * Validate and queue events; append a batch when one is full.
+   *
+   * @since 0.2.0
+   */
   write(events: ReadonlyArray<Event>): Effect.Effect<void> {
     if (this.error !== undefined || events.length === 0) return Effect.void
     const accepted = this.cursor.push(events)
@@ -602,6 +718,11 @@ export class SessionWriter {
     return this.pending.length >= BATCH_EVENTS ? this.flush() : Effect.void
   }
 
+  /**
+   * Append the queued batch.
+   *
+   * @since 0.2.0
+   */
   private flush(): Effect.Effect<void> {
     return Effect.suspend(() => {
       const batch = this.pending
@@ -617,7 +738,11 @@ export class SessionWriter {
     })
   }
 
-  /** Write what is left; the outcome of this session. */
+  /**
+   * Write what is left; the outcome of this session.
+   *
+   * @since 0.2.0
+   */
   close(counts: BuildCounts): Effect.Effect<SessionReport> {
     return Effect.gen(this, function*() {
       if (this.mode === "new") yield* this.flush()
@@ -695,23 +820,68 @@ export const storedIds = Effect.gen(function*() {
  * @category models
  */
 export class RecordTally {
+  /**
+   * Records read.
+   *
+   * @since 0.2.0
+   */
   read = 0
+  /**
+   * Records mapped.
+   *
+   * @since 0.2.0
+   */
   mapped = 0
+  /**
+   * Records kept aside.
+   *
+   * @since 0.2.0
+   */
   kept = 0
+  /**
+   * Lines refused.
+   *
+   * @since 0.2.0
+   */
   refusedCount = 0
+  /**
+   * Records kept aside, by reason.
+   *
+   * @since 0.2.0
+   */
   readonly keptReasons: Record<string, number> = {}
+  /**
+   * The first refused lines.
+   *
+   * @since 0.2.0
+   */
   readonly refused: Array<RefusedLine> = []
 
+  /**
+   * Count a record kept aside.
+   *
+   * @since 0.2.0
+   */
   keep(reason: string) {
     this.kept++
     this.keptReasons[reason] = (this.keptReasons[reason] ?? 0) + 1
   }
 
+  /**
+   * Count a refused line.
+   *
+   * @since 0.2.0
+   */
   refuse(line: number, reason: string) {
     this.refusedCount++
     if (this.refused.length < 100) this.refused.push({ line, reason })
   }
 
+  /**
+   * The report of the file.
+   *
+   * @since 0.2.0
+   */
   report(file: string, format: TranscriptFormat, sessions: ReadonlyArray<SessionReport>, error?: ErrorReport): FileReport {
     return {
       file,
