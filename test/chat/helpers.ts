@@ -15,6 +15,7 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { type CallScript, layerScriptedLanguageModel, type ScriptedModel } from "../../src/layers/model/ScriptedLanguageModel.js"
@@ -56,6 +57,8 @@ export type ChatCall =
   | { readonly kind: "stream"; readonly prompt: Prompt.RawInput; readonly tools?: boolean; readonly script: CallScript }
   | { readonly kind: "object"; readonly prompt: Prompt.RawInput; readonly script: CallScript }
   | { readonly kind: "interrupt"; readonly prompt: Prompt.RawInput; readonly script: (reached: Deferred.Deferred<void>) => CallScript }
+  /** No call: the history is set outside a call (`Ref.update`), as a user of `@effect/ai`'s chat may. */
+  | { readonly kind: "edit"; readonly edit: (history: Prompt.Prompt) => Prompt.Prompt }
 
 const finish = (reason: "stop" | "tool-calls" = "stop"): CallScript[number] => ({
   type: "finish",
@@ -80,6 +83,8 @@ export const conversation: ReadonlyArray<ChatCall> = [
     script: [{ type: "text", text: "Hi there." }, finish()]
   },
   { kind: "stream", prompt: "Think first: what is 2 + 2?", script: [{ type: "reasoning", text: "Two and two." }, { type: "text", text: "It is 4." }, finish()] },
+  // an extension of the history outside a call: sent and recorded with the next call
+  { kind: "edit", edit: (h) => Prompt.merge(h, [{ role: "system", content: "Answer in English." }]) },
   {
     kind: "text",
     prompt: "Weather in Oslo and the key?",
@@ -113,12 +118,17 @@ export const conversation: ReadonlyArray<ChatCall> = [
       { type: "hang", reached }
     ]
   },
+  // an edit that drops the second exchange: shadowed by a recorded replace, the rest written again
+  { kind: "edit", edit: (h) => Prompt.fromMessages([...h.content.slice(0, 3), ...h.content.slice(5)]) },
   { kind: "text", prompt: "Go on.", script: [{ type: "text", text: "The end." }, finish()] }
 ]
 
+/** The calls that reach the model. */
+export const modelCalls = (calls: ReadonlyArray<ChatCall>) => calls.filter((c) => c.kind !== "edit")
+
 /** The scripts of a conversation, in call order (the interrupt's script waits on `reached`). */
 export const scriptsOf = (calls: ReadonlyArray<ChatCall>, reached: Deferred.Deferred<void>): ReadonlyArray<CallScript> =>
-  calls.map((c) => c.kind === "interrupt" ? c.script(reached) : c.script)
+  calls.flatMap((c) => c.kind === "interrupt" ? [c.script(reached)] : c.kind === "edit" ? [] : [c.script])
 
 /** The encoded form of a history (for deep equality). */
 export const encodeHistory = (history: Prompt.Prompt): unknown => Schema.encodeSync(Prompt.Prompt)(history)
@@ -137,6 +147,8 @@ export const runCall = (chat: Chat.Persisted, call: ChatCall, reached: Deferred.
           : yield* Effect.exit(Stream.runDrain(chat.streamText({ prompt: call.prompt })))
       case "object":
         return yield* Effect.exit(chat.generateObject({ prompt: call.prompt, schema: Person, objectName: "person" }))
+      case "edit":
+        return yield* Effect.exit(Ref.update(chat.history, call.edit))
       case "interrupt": {
         const fiber = yield* Effect.fork(Stream.runDrain(chat.streamText({ prompt: call.prompt })))
         yield* Deferred.await(reached)

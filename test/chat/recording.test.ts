@@ -1,7 +1,7 @@
 /**
  * What a chat call records (issue #30): `request --at` on the recorded seqs rebuilds exactly the
  * prompt the scripted model received (in process for every call, through the CLI on SQLite for
- * two), the closers of a failed and an interrupted call, and the surface a failed call leaves.
+ * the call with tools), the closers of a failed and an interrupted call, and the surface a failed call leaves.
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as FileSystem from "@effect/platform/FileSystem"
@@ -19,7 +19,7 @@ import type { Event } from "../../src/schema/Events.js"
 import { requestAtLog } from "../../src/services/RequestAt.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
 import { buildBundle, json, removeBundle, runCli } from "../cli/helpers.js"
-import { conversation, encodeHistory, modelLayer, runConversation } from "./helpers.js"
+import { conversation, encodeHistory, modelCalls, modelLayer, runConversation } from "./helpers.js"
 
 let bundle: string | undefined
 beforeAll(async () => {
@@ -45,18 +45,21 @@ const recorded = Effect.gen(function*() {
   return { requests, events: loaded.events as ReadonlyArray<Event> }
 })
 
-/** Per turn: the seq after which the model was called (its last event before the response). */
+/**
+ * Per turn: the seq after which the model was called: the event before the first chunk, or, in a
+ * turn without chunks (a failed call), before its last assistant message (the retraction).
+ */
 const modelCallSeqs = (events: ReadonlyArray<Event>): Array<number> => {
   const out: Array<number> = []
-  let last = -1
-  let open = false
+  let turn: Array<Event> = []
   for (const e of events) {
-    if (e.type === "turn/start") open = true
-    if (open && (e.type === "assistant/chunk" || e.type === "assistant/message")) {
-      out.push(last)
-      open = false
-    }
-    last = e.seq
+    if (e.type === "turn/start") turn = []
+    turn.push(e)
+    if (e.type !== "turn/end") continue
+    const chunk = turn.findIndex((t) => t.type === "assistant/chunk")
+    const messages = turn.flatMap((t, i) => t.type === "assistant/message" ? [i] : [])
+    const at = chunk >= 0 ? chunk : messages[messages.length - 1]
+    if (at !== undefined) out.push(turn[at].seq - 1)
   }
   return out
 }
@@ -80,8 +83,8 @@ describe("ChatPersistence recording", () => {
     Effect.gen(function*() {
       const { events, requests } = yield* recorded
       const seqs = modelCallSeqs(events)
-      assert.strictEqual(requests.length, conversation.length)
-      assert.strictEqual(seqs.length, conversation.length)
+      assert.strictEqual(requests.length, modelCalls(conversation).length)
+      assert.strictEqual(seqs.length, modelCalls(conversation).length)
       for (const [i, seq] of seqs.entries()) {
         const sent = encodeHistory(requests[i].prompt)
         assert.deepStrictEqual(promptAt(events, seq), sent, `call ${i} at seq ${seq}`)
@@ -97,20 +100,20 @@ describe("ChatPersistence recording", () => {
       assert.deepStrictEqual(!("_tag" in toolCall) && toolCall.header?.tools?.map((t) => t.name), ["weather", "lookup"])
     }).pipe(Effect.provide(layerMemoryStore())))
 
-  it.scoped("the CLI's request --at on SQLite rebuilds the prompts of the tool call and the interrupted stream", () =>
+  it.scoped("the CLI's request --at on SQLite rebuilds the prompt and tools of the call with tools", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const filename = join(dir, "chats.db")
       const { events, requests } = yield* recorded.pipe(Effect.provide(layerSqliteStore({ filename })))
       const seqs = modelCallSeqs(events)
-      for (const i of [2, 6]) {
-        const run = yield* Effect.promise(() =>
-          runCli(bundle!, ["request", "--store", filename, "--session", "chat-1", "--at", String(seqs[i]), "--json"], dir)
-        )
-        assert.strictEqual(run.code, 0, run.stderr)
-        const printed = json(run)
-        assert.deepStrictEqual(encodeHistory(ChatPersistence.promptOf(printed.messages)), encodeHistory(requests[i].prompt))
-      }
+      // the call with tools (one CLI run: the in-process test above covers every call)
+      const run = yield* Effect.promise(() =>
+        runCli(bundle!, ["request", "--store", filename, "--session", "chat-1", "--at", String(seqs[2]), "--json"], dir)
+      )
+      assert.strictEqual(run.code, 0, run.stderr)
+      const printed = json(run)
+      assert.deepStrictEqual(encodeHistory(ChatPersistence.promptOf(printed.messages)), encodeHistory(requests[2].prompt))
+      assert.deepStrictEqual(printed.header.tools.map((t: { name: string }) => t.name), ["weather", "lookup"])
     }))
 
   it.effect("a failed call: error closers, its prompt shadowed by a recorded replace, kept in the log", () =>

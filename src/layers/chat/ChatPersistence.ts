@@ -58,6 +58,7 @@ import { nextId } from "../../services/IdGenerator.js"
 import { aiErrorFailure, ChunkTranslator, ModelRequestConfig, toolSpecs, usageOf } from "../../services/PromptConversion.js"
 import { Session, type SessionShape } from "../../services/Session.js"
 import type { SessionStore } from "../../services/SessionStore.js"
+import { deriveEventMessage } from "../../services/SurfaceManager.js"
 import * as HeaderSnapshotterLive from "../session/HeaderSnapshotterLive.js"
 import * as SessionLive from "../session/SessionLive.js"
 import { messagesToPrompt, planMessage } from "./ChatPrompt.js"
@@ -94,6 +95,13 @@ export interface ChatPersistenceOptions<R = never> {
   readonly idleTimeToLive?: Duration.DurationInput | undefined
   /** Runs in the open turn before the call's messages are written, with the chat's `Session` (e.g. `Compact.preStepHook(policy)`). */
   readonly compaction?: ((context: CompactionContext) => Effect.Effect<void, unknown, R>) | undefined
+}
+
+/** What a persisted chat remembers between calls. */
+interface ChatState {
+  firstOfInstance: boolean
+  /** The history last set from the log: a different value in the Ref is an edit by the user. */
+  synced: Prompt.Prompt
 }
 
 /** One open chat session and the lock its calls take. */
@@ -307,7 +315,7 @@ export const make = <R = never>(
       chatId: string,
       entry: Entry,
       historyRef: Ref.Ref<Prompt.Prompt>,
-      state: { firstOfInstance: boolean },
+      state: ChatState,
       method: string,
       input: Prompt.RawInput,
       toolkitInput: AnyToolkit | Effect.Effect<AnyToolkit, any, any> | undefined,
@@ -327,17 +335,14 @@ export const make = <R = never>(
           const turn = (yield* session.counts).turnStarts + 1
           const step = 1
           yield* session.append("turn/start", { turn }).pipe(Effect.catchAll(failStore))
-          // a history extended outside a call (Ref.set / Ref.update) is recorded as part of this call
-          const logged = yield* historyOf(session)
           const current = yield* Ref.get(historyRef)
-          const extension = extensionOf(logged, current)
-          const newMessages = Prompt.merge(extension, Prompt.make(input))
           const closeWith = (reason: Record<string, unknown>) =>
             Effect.gen(function*() {
               yield* session.append("step/end", { turn, step })
               yield* session.append("turn/end", { turn, reason: reason as never })
               yield* session.flush
-              yield* Ref.set(historyRef, yield* historyOf(session))
+              state.synced = yield* historyOf(session)
+              yield* Ref.set(historyRef, state.synced)
             }).pipe(Effect.catchAll(failStore))
           const prepared = yield* Effect.exit(restore(Effect.gen(function*() {
             if (options.compaction !== undefined) {
@@ -348,8 +353,14 @@ export const make = <R = never>(
               }).pipe(Effect.provide(context), Effect.provideService(Session, session), Effect.catchAll(Effect.die))
             }
             yield* session.append("step/start", { turn, step }).pipe(Effect.catchAll(failStore))
-            const messageId = yield* messageIdFor(logged)
-            const written = yield* writeMessages(session, turn, step, stamp(newMessages, messageId), undefined).pipe(
+            // a history set or edited outside a call is recorded first, as @effect/ai's chat sends it
+            const edited = current === state.synced
+              ? Prompt.empty
+              : yield* syncHistory(session, turn, step, current).pipe(Effect.catchAll(failStore))
+            // @effect/ai stamps the call's new messages with the id of the history's last assistant message
+            const messageId = yield* messageIdFor(current)
+            yield* writeMessages(session, turn, step, edited, undefined).pipe(Effect.catchAll(failStore))
+            const written = yield* writeMessages(session, turn, step, stamp(Prompt.make(input), messageId), undefined).pipe(
               Effect.catchAll(failStore)
             )
             const toolkit = toolkitInput === undefined
@@ -413,33 +424,64 @@ export const make = <R = never>(
           } else if (!completed && !streamed && written.length > 0) {
             // @effect/ai's chat keeps no trace of a failed call: its prompt messages are shadowed
             // by a recorded replace (they stay in the log and in the transcript)
-            const id = yield* nextId
-            const op: SurfaceOp = { op: "replace", start: written[0], end: written[written.length - 1] }
-            yield* session.append("assistant/message", {
-              turn,
-              step,
-              message: { id, role: "assistant", content: [], source: { kind: "model", provider, model } }
-            }, { surfaceOp: op, sourceEventSeqs: written }).pipe(Effect.catchAll(failStore))
+            yield* retract(session, turn, step, written).pipe(Effect.catchAll(failStore))
           }
           yield* closeWith(Exit.isSuccess(exit) ? { kind: "completed" } : failureReason(exit.cause))
           return yield* exit
         })
       ).pipe(Effect.withSpan(`ChatPersistence.${method}`, { captureStackTrace: false, attributes: { chatId } }))
 
-    /** The messages of `current` after `logged`, when `logged` is its prefix (else none). */
-    const extensionOf = (logged: Prompt.Prompt, current: Prompt.Prompt): Prompt.Prompt => {
-      if (current.content.length <= logged.content.length) return Prompt.empty
-      for (let i = 0; i < logged.content.length; i++) {
-        if (!sameMessage(logged.content[i], current.content[i])) return Prompt.empty
-      }
-      return Prompt.fromMessages(current.content.slice(logged.content.length))
-    }
+    /**
+     * Record a history set or edited outside a call (`Ref.set` / `Ref.update` on `history`), as
+     * `@effect/ai`'s chat would send and save it: the messages after the longest common prefix of
+     * the log's history and `current` are shadowed by one recorded replace (they stay in the log),
+     * and the returned messages of `current` after that prefix are to be written next.
+     */
+    const syncHistory = (session: SessionShape, turn: number, step: number, current: Prompt.Prompt) =>
+      Effect.gen(function*() {
+        const logged = yield* historyOf(session)
+        let common = 0
+        while (
+          common < logged.content.length && common < current.content.length &&
+          sameMessage(logged.content[common], current.content[common])
+        ) common++
+        if (common < logged.content.length) {
+          // the first surface node that contributes to message `common` and every node after it
+          const nodes = yield* session.surface.nodes
+          const events = yield* session.events
+          const messages: Array<Message> = []
+          let first = nodes.length
+          for (let i = 0; i < nodes.length; i++) {
+            const m = deriveEventMessage(events[nodes[i]])
+            if (m !== undefined) messages.push(m)
+            if (messagesToPrompt(messages).content.length > common) {
+              first = i
+              break
+            }
+          }
+          const shadowed = nodes.slice(first)
+          if (shadowed.length > 0) yield* retract(session, turn, step, shadowed)
+        }
+        return Prompt.fromMessages(current.content.slice(common))
+      })
+
+    /** Shadow surface nodes by a recorded replace whose message projects to nothing (empty content). */
+    const retract = (session: SessionShape, turn: number, step: number, shadowed: ReadonlyArray<number>) =>
+      Effect.gen(function*() {
+        const id = yield* nextId
+        const op: SurfaceOp = { op: "replace", start: shadowed[0], end: shadowed[shadowed.length - 1] }
+        yield* session.append("assistant/message", {
+          turn,
+          step,
+          message: { id, role: "assistant", content: [], source: { kind: "model", provider, model } }
+        }, { surfaceOp: op, sourceEventSeqs: shadowed })
+      })
 
     const toPersisted = (chatId: string) =>
       Effect.gen(function*() {
         const history = yield* withEntry(chatId, "get", (entry) => historyOf(entry.session))
         const historyRef = yield* Ref.make(history)
-        const state = { firstOfInstance: true }
+        const state: ChatState = { firstOfInstance: true, synced: history }
         const encode = Schema.encode(Prompt.Prompt)
         const encodeJson = Schema.encode(Prompt.FromJson)
         const exported = <A>(f: (p: Prompt.Prompt) => Effect.Effect<A, unknown>, method: string) =>
@@ -461,18 +503,22 @@ export const make = <R = never>(
           save: withEntry(chatId, "save", (entry) =>
             Effect.gen(function*() {
               const { session } = entry
-              const logged = yield* historyOf(session)
-              const extension = extensionOf(logged, yield* Ref.get(historyRef))
-              if (extension.content.length > 0) {
+              const current = yield* Ref.get(historyRef)
+              // like @effect/ai's save, which takes (and does not use) a message id here
+              yield* messageIdFor(current)
+              if (current !== state.synced) {
+                // the edit is recorded as a turn without a model call
                 const turn = (yield* session.counts).turnStarts + 1
                 yield* session.append("turn/start", { turn })
                 yield* session.append("step/start", { turn, step: 1 })
-                yield* writeMessages(session, turn, 1, stamp(extension, yield* messageIdFor(logged)), undefined)
+                const edited = yield* syncHistory(session, turn, 1, current)
+                yield* writeMessages(session, turn, 1, edited, undefined)
                 yield* session.append("step/end", { turn, step: 1 })
                 yield* session.append("turn/end", { turn, reason: { kind: "completed" } })
               }
               yield* session.flush
-              yield* Ref.set(historyRef, yield* historyOf(session))
+              state.synced = yield* historyOf(session)
+              yield* Ref.set(historyRef, state.synced)
             })
           ).pipe(Effect.mapError(backing("save")), Effect.withSpan("ChatPersistence.save")),
           generateText: (callOptions: any) =>
