@@ -10,6 +10,7 @@ import * as Effect from "effect/Effect"
 import { importClaudeCode } from "../../src/programs/import/ClaudeCode.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
 import type { Event } from "../../src/schema/Events.js"
+import { requestAtLog } from "../../src/services/RequestAt.js"
 import { eventsOf, fixtures, messagesAt, messagesOf, verified, withStore } from "./helpers.js"
 
 const SESSION = "7f3c2a10-4b5e-4c1d-9a8e-2f6b1c0d9e11"
@@ -140,6 +141,23 @@ describe("import --from claude-code", () => {
         "user:tool-result",
         "assistant:src holds one file, main.ts."
       ])
+    })))
+
+  it.scoped("request --at shows the model the transcript names (a request header per model change)", () =>
+    run(Effect.gen(function*() {
+      yield* importClaudeCode(file)
+      const events = yield* eventsOf(MAIN)
+      const headers = byType(events, "request/header")
+      assert.deepStrictEqual(headers.map((h) => [data(h).reason, data(h).header]), [
+        ["initial", { config: { provider: "anthropic", model: "claude-sonnet-4-5-20250929" } }]
+      ])
+      // written in the model's step, before its answer
+      const answer = byType(events, "assistant/message")[0]
+      assert.strictEqual(events[answer.seq - 1].type, "request/header")
+      const request = requestAtLog(events, events.length - 1)
+      assert.isFalse("_tag" in request)
+      if (!("_tag" in request)) assert.strictEqual(request.header?.config.model, "claude-sonnet-4-5-20250929")
+      assert.strictEqual(events.at(-1)?.type, "import/end")
     })))
 
   it.scoped("sidechains and subagent files become child sessions linked to their parent", () =>

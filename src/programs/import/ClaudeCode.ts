@@ -194,13 +194,26 @@ interface Target {
     | undefined
   /** The last compaction boundary, cited by the summary that follows it. */
   boundary: { readonly uuid: string; readonly seq: number } | undefined
+  /** The model of the last request header written. */
+  model: string | undefined
 }
 
 const flushAssistant = (t: Target) => {
   const a = t.assistant
   if (a === undefined) return
   t.assistant = undefined
-  t.builder.at(a.time).assistant(a.id, a.content, { provider: "anthropic", model: a.model }, a.usage)
+  // the transcript names the model of each answer (not the system prompt or tools): a request
+  // header with provider and model whenever it changes; "<synthetic>" marks Claude Code's own
+  // messages, no model request
+  const changed = a.model !== t.model && !a.model.startsWith("<") && a.model !== "unknown"
+  if (changed) t.model = a.model
+  t.builder.at(a.time).assistant(
+    a.id,
+    a.content,
+    { provider: "anthropic", model: a.model },
+    a.usage,
+    changed ? { config: { provider: "anthropic", model: a.model } } : undefined
+  )
 }
 
 /** Map one record on a chosen branch; false when it is kept aside instead (with the reason). */
@@ -341,7 +354,7 @@ export const importClaudeCodeFile = (
           ...(key === MAIN ? {} : { sidechainRoot: key }),
           ...(index.version === undefined ? {} : { sourceVersion: index.version })
         })
-        const t: Target = { builder, writer, assistant: undefined, boundary: undefined }
+        const t: Target = { builder, writer, assistant: undefined, boundary: undefined, model: undefined }
         targets.set(key, t)
         order.push(t)
         return t

@@ -138,7 +138,6 @@ export const importCodexFile = (
     b.ignorable(IMPORT_ORIGIN, { tool: "codex", file, sourceSessionId: base })
     let pending: Pending | undefined
     let model: { model: string; effort: string | undefined } | undefined
-    let headerWritten = false
     const provider = meta.provider ?? "openai"
     const flush = () => {
       const p = pending
@@ -179,11 +178,7 @@ export const importCodexFile = (
           // the request header carries model and effort; cwd and policies stay in its import/source
           b.at(time).ignorable(IMPORT_SOURCE, { line, mapped: true, record: rec })
           if (changed) {
-            b.requestHeader(
-              { config: { provider, model: m, ...(effort === undefined ? {} : { reasoningEffort: effort }) } },
-              headerWritten ? "change" : "initial"
-            )
-            headerWritten = true
+            b.requestHeader({ config: { provider, model: m, ...(effort === undefined ? {} : { reasoningEffort: effort }) } })
           }
           return undefined
         }

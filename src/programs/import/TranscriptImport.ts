@@ -41,6 +41,15 @@ export const IMPORT_SOURCE = "import/source"
 export const IMPORT_ORIGIN = "import/origin"
 
 /**
+ * The ignorable event type that ends every imported session: the import finished. A session that
+ * starts with `import/origin` and lacks it was interrupted, and the next import replaces it.
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const IMPORT_END = "import/end"
+
+/**
  * A transcript format.
  *
  * @since 0.2.0
@@ -347,6 +356,7 @@ export class LogBuilder {
    */
   readonly counts: BuildCounts = { messages: 0, toolCalls: 0, toolResults: 0 }
   private turn = 0
+  private headers = 0
   private step = 0
   private turnOpen = false
   private stepOpen = false
@@ -409,7 +419,8 @@ export class LogBuilder {
    *
    * @since 0.2.0
    */
-  requestHeader(header: Readonly<Record<string, unknown>>, reason: "initial" | "change"): number {
+  requestHeader(header: Readonly<Record<string, unknown>>): number {
+    const reason = this.headers++ === 0 ? "initial" : "change"
     return this.push("request/header", { header, reason })
   }
 
@@ -510,7 +521,7 @@ export class LogBuilder {
 
   /**
    * A model message: a step of its own (the first one after a prompt shares the prompt's step),
-   * then one `tool/call` per tool-call block, in order.
+   * after the request header given (if any), then one `tool/call` per tool-call block, in order.
    *
    * @since 0.2.0
    */
@@ -518,13 +529,16 @@ export class LogBuilder {
     id: string,
     content: ReadonlyArray<ContentBlock>,
     source: { readonly provider: string; readonly model: string },
-    usage?: TokenUsage
+    usage?: TokenUsage,
+    header?: Readonly<Record<string, unknown>>
   ): number {
     if (!this.stepOpen || this.stepHasAssistant) {
       this.closeStep()
       this.openStep()
     }
     this.stepHasAssistant = true
+    // the request's header, when the transcript shows it changed, precedes the model's answer (§1.6)
+    if (header !== undefined) this.requestHeader(header)
     const seq = this.surfaceAppend("assistant/message", {
       turn: this.turn,
       step: this.step,
@@ -615,12 +629,13 @@ export class LogBuilder {
   }
 
   /**
-   * Close the open step and turn (the transcript ended).
+   * Close the open step and turn and write `import/end` (the transcript ended).
    *
    * @since 0.2.0
    */
   finish(): void {
     this.closeTurn()
+    this.ignorable(IMPORT_END, {})
   }
 
   /**
@@ -643,29 +658,43 @@ type Mode = "new" | "replace" | "unchanged" | "refused"
 
 const BATCH_EVENTS = 4_096
 
-/** Stops a streamed read after its first chunk. */
-class FirstChunk {
-  readonly _tag = "FirstChunk"
-  constructor(readonly first: unknown) {}
-}
+/**
+ * What the store holds under an id this import would write: a session written otherwise
+ * (`foreign`), one an import finished (`complete`: `import/origin` first, `import/end` last), or
+ * one an import began and did not finish (`incomplete`: interrupted, or a write that failed).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type ImportState = "foreign" | "complete" | "incomplete"
 
 /**
- * Whether the stored session `id` was written by an import (its seq 0 is `import/origin`).
+ * The `ImportState` of the stored session `id`, by a streamed read (memory bounded by a chunk).
  *
  * @since 0.2.0
  * @category utils
  */
-export const wasImported = (store: SessionStoreShape, id: string) =>
-  store.loadEach(id, {
-    onEvents: (events) => Effect.fail(new FirstChunk(events[0]))
-  }).pipe(
-    Effect.as(false),
-    Effect.catchAll((e) =>
-      e instanceof FirstChunk
-        ? Effect.succeed(isObject(e.first) && e.first.type === IMPORT_ORIGIN)
-        : Effect.fail(e)
-    )
-  )
+export const importState = (store: SessionStoreShape, id: string) =>
+  Effect.suspend(() => {
+    let first: unknown
+    let last: unknown
+    let seen = false
+    return store.loadEach(id, {
+      onEvents: (events) =>
+        Effect.sync(() => {
+          if (events.length === 0) return
+          if (!seen) first = events[0]
+          seen = true
+          last = events[events.length - 1]
+        })
+    }).pipe(Effect.map((): ImportState =>
+      !isObject(first) || first.type !== IMPORT_ORIGIN
+        ? "foreign"
+        : isObject(last) && last.type === IMPORT_END
+        ? "complete"
+        : "incomplete"
+    ))
+  })
 
 /**
  * Writes one session: validates every batch as a seed (the log is checked before it is stored),
@@ -779,8 +808,8 @@ export class SessionWriter {
 }
 
 /**
- * Open a writer for `header`: a new session, a replacement of one an import created (`force`),
- * `unchanged` when an import created it before, refused (`SessionExists`, J14) when anything else
+ * Open a writer for `header`: a new session, a replacement of one an import created (`force`)
+ * or began and did not finish, `unchanged` when an import created it before, refused (`SessionExists`, J14) when anything else
  * wrote it: this import never touches what it did not create.
  *
  * @since 0.2.0
@@ -793,12 +822,13 @@ export const openWriter = (header: SessionHeader, existing: Set<string>, force: 
       existing.add(header.id)
       return new SessionWriter(store, header, "new")
     }
-    const imported = yield* Effect.either(wasImported(store, header.id))
-    if (imported._tag === "Left") return new SessionWriter(store, header, "refused", imported.left as SessionLogError)
-    if (!imported.right) {
+    const state = yield* Effect.either(importState(store, header.id))
+    if (state._tag === "Left") return new SessionWriter(store, header, "refused", state.left as SessionLogError)
+    if (state.right === "foreign") {
       return new SessionWriter(store, header, "refused", new SessionExists({ rule: "J14", sessionId: header.id }))
     }
-    return new SessionWriter(store, header, force ? "replace" : "unchanged")
+    // an import that did not finish is replaced, never taken for a complete one
+    return new SessionWriter(store, header, force || state.right === "incomplete" ? "replace" : "unchanged")
   })
 
 /**
