@@ -51,7 +51,7 @@ import * as Stream from "effect/Stream"
 import { SessionExists, SessionNotFound } from "../../schema/Errors.js"
 import type { Event, SurfaceOp } from "../../schema/Events.js"
 import { SESSION_FORMAT_VERSION } from "../../schema/Format.js"
-import type { ContentBlock, Message, TokenUsage } from "../../schema/Messages.js"
+import type { Message, TokenUsage } from "../../schema/Messages.js"
 import type { RequestHeader } from "../../schema/RequestHeader.js"
 import { HeaderSnapshotter, type HeaderSnapshotterShape } from "../../services/HeaderSnapshotter.js"
 import { nextId } from "../../services/IdGenerator.js"
@@ -628,13 +628,4 @@ export const layer = <R = never>(
  * @category utils
  */
 export const promptOf = (messages: ReadonlyArray<Message>): Prompt.Prompt => messagesToPrompt(messages)
-
-/**
- * The content blocks a chat records for one Prompt part (exported for tools that read chat logs).
- *
- * @since 0.2.0
- * @category utils
- */
-export const blocksOf = (message: Prompt.Message): ReadonlyArray<ReadonlyArray<ContentBlock>> =>
-  planMessage(message).map((m) => m.content)
 

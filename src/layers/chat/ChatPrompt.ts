@@ -3,7 +3,10 @@
  * `ChatPersistence`. Every part a chat history keeps (text, reasoning, tool calls and results,
  * files, provider options on parts and messages) is written into content blocks and one `prompt`
  * key on the message, so the derived messages give back the same Prompt. Messages the chat did
- * not write (a compaction summary, an agent loop's turn) convert by their blocks.
+ * not write (a compaction summary, an agent loop's turn) convert by their blocks. Internal to the
+ * chat layer; `ChatPersistence.promptOf` is its public face.
+ *
+ * @since 0.2.0
  */
 import * as Prompt from "@effect/ai/Prompt"
 import { encodeJson, type Json } from "../../schema/Json.js"
@@ -11,7 +14,12 @@ import type { ContentBlock, Message } from "../../schema/Messages.js"
 import { isRecord } from "../../schema/Validation.js"
 import { asJson } from "../../services/ResponseChunks.js"
 
-/** What a message keeps of its Prompt message beyond the blocks (the `prompt` key). */
+/**
+ * What a message keeps of its Prompt message beyond the blocks (the `prompt` key).
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export interface PromptMark {
   /** The Prompt role when it is not the log role (`system` and `tool`). */
   readonly role?: "system" | "tool"
@@ -21,7 +29,12 @@ export interface PromptMark {
   readonly continues?: true
 }
 
-/** One log message of a Prompt message, before it gets its event (ids and sources are the caller's). */
+/**
+ * One log message of a Prompt message, before it gets its event (ids and sources are the caller's).
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export interface PlannedMessage {
   readonly role: "user" | "assistant"
   readonly content: ReadonlyArray<ContentBlock>
@@ -34,7 +47,8 @@ export interface PlannedMessage {
 
 const nonEmpty = (options: Prompt.ProviderOptions | undefined): Json | undefined => {
   if (options === undefined || Object.keys(options).length === 0) return undefined
-  return asJson(options) ?? (encodeJson as unknown as (v: unknown) => Json)(String(options))
+  // options that are not lossless JSON are refused by the append (NotLosslessJson), not altered here
+  return asJson(options) ?? (options as unknown as Json)
 }
 
 const withOptions = (block: Record<string, unknown>, options: Prompt.ProviderOptions | undefined): ContentBlock => {
@@ -52,6 +66,9 @@ const resultText = (result: unknown): { readonly text: string; readonly json: bo
 
 /**
  * The content block of one Prompt part.
+ *
+ * @since 0.2.0
+ * @category utils
  */
 export const blockOfPart = (part: Prompt.Part): ContentBlock => {
   switch (part.type) {
@@ -100,6 +117,9 @@ const markOf = (mark: PromptMark): PromptMark | undefined => Object.keys(mark).l
 /**
  * The log messages of one Prompt message: a tool message becomes one message per result (the log
  * keeps one result per `tool/result`), the later ones marked as continuing the first.
+ *
+ * @since 0.2.0
+ * @category utils
  */
 export const planMessage = (message: Prompt.Message): ReadonlyArray<PlannedMessage> => {
   const options = nonEmpty(message.options)
@@ -213,6 +233,9 @@ const markOfMessage = (m: Message): PromptMark => (isRecord(m.prompt) ? (m.promp
 /**
  * The Prompt of derived messages: the exact inverse of `planMessage` for messages the chat wrote;
  * other messages by their blocks (tool results in user-role messages become tool messages).
+ *
+ * @since 0.2.0
+ * @category utils
  */
 export const messagesToPrompt = (messages: ReadonlyArray<Message>): Prompt.Prompt => {
   const out: Array<Prompt.Message> = []
