@@ -2,12 +2,14 @@
  * The in-memory SessionStore: the contract of SPEC §7.1 without durability, built with
  * `SessionStore.make`. Registration is per store instance (one `make`), appends are atomic because
  * each runs as one synchronous step (also offered to the session handle as `appendSync`), and
- * `replaceLog` keeps the previous content as a backup in memory.
+ * `replaceLog` keeps the previous content as a backup in memory. Followers of a session are woken
+ * by each append and replacement of this instance (docs/follow.md "Mechanisms").
  *
  * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
 import { AppendConflict, SessionNotFound } from "../../schema/Errors.js"
 import type { Event } from "../../schema/Events.js"
 import type { SessionHeader } from "../../schema/SessionHeader.js"
@@ -54,6 +56,29 @@ export const make = (options: MemoryStoreOptions = {}): Effect.Effect<SessionSto
   Effect.sync(() => {
     const registry = makeRegistry()
     const stored = new Map<string, Stored>()
+    // the wake-up callbacks of each session's watcher (one per session: `SessionStore.make` shares it)
+    const listeners = new Map<string, Set<() => void>>()
+    const changed = (id: string) => {
+      const each = listeners.get(id)
+      if (each !== undefined) for (const wake of each) wake()
+    }
+    const wakeups = (id: string): Stream.Stream<void> =>
+      Stream.asyncScoped<void>((emit) =>
+        Effect.acquireRelease(
+          Effect.sync(() => {
+            const wake = () => void emit.single(undefined)
+            const set = listeners.get(id) ?? new Set()
+            listeners.set(id, set.add(wake))
+            wake()
+            return wake
+          }),
+          (wake) =>
+            Effect.sync(() => {
+              const set = listeners.get(id)
+              set?.delete(wake)
+              if (set?.size === 0) listeners.delete(id)
+            })
+        ), { bufferSize: 1, strategy: "sliding" })
 
     const conflict = (id: string, expectedSeq: number, storedSeq: number) =>
       new AppendConflict({ rule: expectedSeq > storedSeq ? "C5" : "C7", sessionId: id, expectedSeq, storedSeq })
@@ -68,12 +93,14 @@ export const make = (options: MemoryStoreOptions = {}): Effect.Effect<SessionSto
         if (expectedSeq !== 0) return conflict(id, expectedSeq, 0)
         stored.set(id, { header, events: events.slice(), revision: 1, backups: [] })
         registry.materialised(id)
+        changed(id)
         return undefined
       }
       const storedSeq = current.events.length
       if (expectedSeq !== storedSeq) return conflict(id, expectedSeq, storedSeq)
       for (let i = 0; i < events.length; i++) current.events.push(events[i])
       current.revision++
+      changed(id)
       return undefined
     }
 
@@ -100,6 +127,7 @@ export const make = (options: MemoryStoreOptions = {}): Effect.Effect<SessionSto
           }
         }),
       list: () => Effect.sync(() => [...stored.values()].map((s) => s.header)),
+      wakeups,
 
       truncateTornTail: (id, tornTail, { revision }) =>
         Effect.gen(function*() {
@@ -132,6 +160,7 @@ export const make = (options: MemoryStoreOptions = {}): Effect.Effect<SessionSto
           current.header = header
           current.events = [...events]
           current.revision++
+          changed(id)
         })
     })
   })
@@ -142,6 +171,7 @@ export const make = (options: MemoryStoreOptions = {}): Effect.Effect<SessionSto
  * @example
  * ```ts
  * import * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
  * import { MemoryStore, SessionLive } from "effect-session-log"
  *
  * const session = SessionLive.layerCreate({ id: "scratch" }).pipe(Layer.provide(MemoryStore.layer()))

@@ -6,6 +6,7 @@
  * call goes to it.
  */
 import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
 import { SessionExists, StoreFailure } from "../../schema/Errors.js"
 import { make as makeMemoryStore } from "../../layers/memory/MemoryStore.js"
 import type { SessionStoreShape } from "../../services/SessionStore.js"
@@ -64,6 +65,7 @@ export const makeWriteOnDemandStore = <E extends { readonly _tag: string }>(
       load: (id) => Effect.suspend(() => current().load(id)),
       loadEach: (id, sink) => Effect.suspend(() => current().loadEach(id, sink)),
       readFrom: (id, fromSeq) => Effect.suspend(() => current().readFrom(id, fromSeq)),
+      follow: (id, options) => Stream.suspend(() => current().follow(id, options)),
       list: () => Effect.suspend(() => current().list()),
       truncateTornTail: (id, tornTail, options) =>
         Effect.flatMap(
