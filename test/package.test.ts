@@ -40,7 +40,12 @@ const namespaces = (): Map<string, string> => {
 }
 
 /** Entry points outside the root on purpose (their dependencies are optional peers): Name -> "dir/Module". */
-const SEPARATE: ReadonlyMap<string, string> = new Map([["Acp", "programs/acp/Acp"]])
+const SEPARATE: ReadonlyMap<string, string> = new Map([
+  ["Acp", "programs/acp/Acp"],
+  // the fleet needs @effect/cluster, @effect/rpc and @effect/sql-pg
+  ["Fleet", "programs/fleet/Fleet"],
+  ["FleetRunner", "layers/fleet/FleetRunner"]
+])
 
 describe("package.json exports", () => {
   it("has one subpath per namespace of src/index.ts and per separate entry point, plus the root and ./package.json", () => {

@@ -122,8 +122,8 @@ const modelOption = Options.text("model").pipe(
   )
 )
 
-/** The model of `--model <module>`: its `layer` and `route` exports (a usage error when it has none). */
-const modelModule = (module: string) =>
+/** The model of `--model <module>`: its `layer` and `route` exports (a usage error when it has none); `fleet runner` uses it too. */
+export const modelModule = (module: string) =>
   Effect.gen(function*() {
     const path = yield* Path.Path
     const url = pathToFileURL(path.resolve(module)).href

@@ -11,6 +11,7 @@ import { explainNumber, optionsIn, unknownOption } from "./ArgumentHints.js"
 import { acpCommand } from "./AcpCommand.js"
 import type { CommandFailed } from "./CommandSupport.js"
 import { demoCommand, demoCrashCommand } from "./DemoCommands.js"
+import { fleetCommand } from "./FleetCommand.js"
 import { type AnyCommand, commandHelp, helpRequest, PROGRAM, printHelp, rootHelp } from "./Help.js"
 import { listCommand } from "./ListCommand.js"
 import { colourOn, describeError, errorDocument, exitCodeFor, printJson, stripAnsi } from "./Output.js"
@@ -43,7 +44,8 @@ const commands = [
   pruneCommand,
   forkCommand,
   viewCommand,
-  acpCommand
+  acpCommand,
+  fleetCommand
 ] as const
 
 /** Commands the program runs itself (the demo's child process): they work, help does not list them. */

@@ -83,7 +83,12 @@ export const EXAMPLES: ReadonlyArray<{ readonly command: string; readonly args: 
   { command: "compact", args: "compact --store .demo/demo.db --session demo-session", does: "summarise the older turns into one recorded replacement" },
   { command: "fork", args: "fork --store .demo/demo.db --session demo-session --child retry", does: "a new session retry holding all of demo-session" },
   { command: "view", args: "view --store .demo/demo.db --session demo-session", does: "the web viewer on http://127.0.0.1:8737 (the URL with its token is printed)" },
-  { command: "acp", args: "acp --store .demo/demo.db", does: "an ACP agent on stdio for Zed and other editors" }
+  { command: "acp", args: "acp --store .demo/demo.db", does: "an ACP agent on stdio for Zed and other editors" },
+  {
+    command: "fleet",
+    args: "fleet prompt --store postgres://agent@db.internal/sessions build-4711 hello",
+    does: "a prompt to the fleet runner that owns session build-4711 (docs/fleet.md)"
+  }
 ]
 
 /** The first paragraph of a command's help: its description. */
