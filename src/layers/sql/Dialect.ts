@@ -10,6 +10,7 @@ import type { Connection } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import type { ParseError } from "effect/ParseResult"
+import type * as Stream from "effect/Stream"
 import { StoreFailure, type StoreSchemaMismatch } from "../../schema/Errors.js"
 import type { RowLayout } from "./EventRows.js"
 import { migrateToVersion2 } from "./MigrateV2.js"
@@ -94,6 +95,12 @@ export interface SqlDialect {
    * (`SqlStoreOptions.keepConnections`); a connection it cannot tell about is never kept.
    */
   readonly alive?: (conn: Connection) => boolean
+  /**
+   * The wake-ups of a follower of session `id` (`SessionStoreImpl.wakeups`, docs/follow.md
+   * "Mechanisms"): one once armed, then at least one after each commit that may have changed the
+   * session, by any connection. Undefined: the store's default poll.
+   */
+  readonly wakeups?: (id: string) => Stream.Stream<void, StoreFailure>
   /** The canonical tables of the current schema version in creation order. */
   readonly tables: ReadonlyArray<{ readonly name: string; readonly sql: string }>
   /** In the schema transaction, first: what the database holds (and any lock the check needs). */

@@ -3,13 +3,16 @@
  * better-sqlite3 failure is classified (busy, unique), and the open sequence — busy timeout,
  * foreign keys, `trusted_schema` off, then the ownership check of `Schema.ts`, and for a writing
  * open WAL and `synchronous = FULL`, each read back (S5); a read-only open sets `query_only` and
- * writes nothing.
+ * writes nothing. Followers are woken by `PRAGMA data_version` polled on a read-only connection of
+ * their own (docs/follow.md "SQLite").
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
 import { StoreFailure } from "../../../schema/Errors.js"
 import { type DriverFailure, LONE_SURROGATE, type SqlDialect, storeFailure } from "../Dialect.js"
+import { sqliteClient } from "./Open.js"
 import { CREATION_ORDER, mismatch, ownership, pragmaNumber, stamp } from "./Schema.js"
 
 /** What the dialect needs of the store's options. */
@@ -54,6 +57,39 @@ export const busyTimeoutOf = (options: SqliteDialectOptions): Effect.Effect<numb
 const readBack = (name: string, found: unknown, wanted: string) =>
   new StoreFailure({ rule: "S5", method: "open", cause: `${name} is ${String(found)}`, detail: `${name} must read back ${wanted}` })
 
+/**
+ * How often a follower's watch reads `PRAGMA data_version` (docs/follow.md "SQLite"): the value
+ * changes on that connection whenever another connection, of any process, commits to the file.
+ */
+export const DATA_VERSION_POLL_MILLIS = 20
+
+/**
+ * Wake-ups from `PRAGMA data_version` on a read-only connection of the watch's own (its own
+ * commits never change it for itself; the store's connection is another one). A database without a
+ * `-wal` file (opened immutable: it would never see a change) fails the watch, and the store polls.
+ */
+const dataVersionWakeups = (filename: string) => (_id: string): Stream.Stream<void, StoreFailure> =>
+  Stream.unwrapScoped(Effect.gen(function*() {
+    const { sql, target } = yield* sqliteClient({ filename, readOnly: true })
+    if (target._tag === "immutable") {
+      return yield* new StoreFailure({ method: "follow", cause: "no -wal file", detail: `${filename} is not open for writing anywhere` })
+    }
+    const read = pragmaNumber("data_version").pipe(
+      Effect.provideService(SqlClient.SqlClient, sql),
+      Effect.mapError((cause) => new StoreFailure({ method: "follow", cause }))
+    )
+    let last = yield* read
+    const changed = Effect.map(read, (now) => {
+      const wake = now !== last
+      last = now
+      return wake
+    })
+    return Stream.concat(
+      Stream.make(undefined),
+      Stream.tick(`${DATA_VERSION_POLL_MILLIS} millis`).pipe(Stream.mapEffect(() => changed), Stream.filter((wake) => wake), Stream.as(undefined))
+    )
+  }))
+
 /** The SQLite dialect of the SQL store for `options`. */
 export const sqliteDialect = (options: SqliteDialectOptions): SqlDialect => {
   const dialect: SqlDialect = {
@@ -70,6 +106,7 @@ export const sqliteDialect = (options: SqliteDialectOptions): SqlDialect => {
     tables: CREATION_ORDER,
     ownership,
     stamp,
+    ...(options.filename === ":memory:" || options.filename === "" ? {} : { wakeups: dataVersionWakeups(options.filename) }),
     open: (schema) =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient

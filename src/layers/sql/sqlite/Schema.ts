@@ -144,7 +144,7 @@ const ownershipOf = (userVersion: number, applicationId: number, objects: Readon
   return userVersion === 1 ? "older" : "owned"
 }
 
-export const pragmaNumber = (name: "trusted_schema" | "user_version" | "application_id" | "synchronous") =>
+export const pragmaNumber = (name: "trusted_schema" | "user_version" | "application_id" | "synchronous" | "data_version") =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql<Record<string, unknown>>`PRAGMA ${sql.literal(name)}`.pipe(
       Effect.flatMap((rows) => Schema.decodeUnknown(Schema.Struct({ [name]: Schema.Number }))(rows[0])),
