@@ -19,5 +19,6 @@ export const CAMPAIGNS: ReadonlyArray<string> = [
 
 /** Files that run in `test:slow` only (each takes minutes and guards no rule a faster file misses). */
 export const SLOW_ONLY: ReadonlyArray<string> = [
-  "test/cli/resources.test.ts"
+  "test/cli/resources.test.ts",
+  "test/import/big.test.ts"
 ]

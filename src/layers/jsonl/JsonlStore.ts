@@ -28,6 +28,7 @@ import { encodeFrames, frameTexts, MAGIC } from "./FrameEncoding.js"
 import { scanFile, scanFileEach, toLoadResult } from "./Reader.js"
 import * as JsonlSessions from "./SessionCache.js"
 import { append } from "./Append.js"
+import * as Watch from "./Watch.js"
 import { changedSinceRead, hintFromRead, mapFs, type Pieces, rescan, scanOptions, underLock } from "./StoreContext.js"
 
 export type {
@@ -177,6 +178,7 @@ export const make = (
           return summary
         }),
       list: () => list(p),
+      wakeups: (id) => Watch.wakeups(p.files.candidates(id).map((c) => c.file)),
       truncateTornTail: (id, tornTail, { revision }) => truncateTornTail(p, id, tornTail, revision),
       replaceLog: (id, header, events, { revision }) => replaceLog(p, id, header, events, revision)
     })
