@@ -18,7 +18,8 @@ import { encodeJson } from "../../schema/Json.js"
 import { parseJson } from "../../schema/JsonParse.js"
 import type { ContentBlock, TokenUsage } from "../../schema/Messages.js"
 import type { SessionHeader } from "../../schema/SessionHeader.js"
-import { SeedCursor } from "../../services/Seed.js"
+import { checkSeedRecord, type SeedError } from "../../services/Seed.js"
+import { applyPlan, isPlan, planSurface } from "../../services/SurfaceManager.js"
 import { SessionStore, type SessionStoreShape } from "../../services/SessionStore.js"
 import { type ErrorReport, errorReport } from "../Verify.js"
 
@@ -697,6 +698,62 @@ export const importState = (store: SessionStoreShape, id: string) =>
   })
 
 /**
+ * The seed pipeline (SPEC §3.2) over a session being imported, one batch at a time: each event's
+ * envelope, shape and surface plan. Unlike the stores' streamed reads it keeps no tool result
+ * (an import never rewrites one, G1–G3), so memory holds the surface's seqs only, whatever the
+ * transcript's length.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export class LogCursor {
+  /**
+   * The surface nodes so far.
+   *
+   * @since 0.2.0
+   */
+  readonly nodes: Array<number> = []
+  /**
+   * How many events were accepted.
+   *
+   * @since 0.2.0
+   */
+  count = 0
+  /**
+   * The first rejection, after which no event is accepted.
+   *
+   * @since 0.2.0
+   */
+  error: SeedError | undefined
+
+  /**
+   * Check the next events; the accepted ones (none after a rejection).
+   *
+   * @since 0.2.0
+   */
+  push(events: ReadonlyArray<Event>): ReadonlyArray<Event> {
+    const accepted: Array<Event> = []
+    for (let k = 0; k < events.length && this.error === undefined; k++) {
+      const i = this.count
+      const checked = checkSeedRecord(events[k], i, true)
+      if ("_tag" in checked) {
+        this.error = checked
+        break
+      }
+      const plan = planSurface(this.nodes, checked, i, () => undefined)
+      if (!isPlan(plan)) {
+        this.error = plan
+        break
+      }
+      applyPlan(this.nodes, plan, i)
+      accepted.push(checked)
+      this.count++
+    }
+    return accepted
+  }
+}
+
+/**
  * Writes one session: validates every batch as a seed (the log is checked before it is stored),
  * appends new sessions in batches, collects a `--force` replacement for one `replaceLog`, and
  * writes nothing for a session imported before or refused.
@@ -705,7 +762,7 @@ export const importState = (store: SessionStoreShape, id: string) =>
  * @category models
  */
 export class SessionWriter {
-  private readonly cursor = new SeedCursor()
+  private readonly cursor = new LogCursor()
   private pending: Array<Event> = []
   private readonly all: Array<Event> = []
   private stored = 0
