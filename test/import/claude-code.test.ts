@@ -182,6 +182,8 @@ describe("import --from claude-code", () => {
         "user:tool-result",
         "assistant:One TODO in src/main.ts."
       ])
+      assert.strictEqual(byId.get(SIDECHAIN)?.createdAt, Date.parse("2025-11-02T10:00:21.000Z"))
+      assert.strictEqual(byId.get(AGENT)?.createdAt, Date.parse("2025-11-02T10:00:30.000Z"))
       assert.strictEqual(byId.get(MAIN)?.cwd, "/home/ada/project")
       assert.strictEqual(byId.get(MAIN)?.createdAt, Date.parse("2025-11-02T10:00:01.000Z"))
     })))

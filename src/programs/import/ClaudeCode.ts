@@ -328,24 +328,25 @@ export const importClaudeCodeFile = (
     const { owner, subagent } = owners(index)
     const base = index.sessionId ?? file.replace(/^.*\//, "").replace(/\.jsonl$/, "")
     const mainId = subagent ? claudeCodeSessionId(base, index.agentId ?? "sidechain") : claudeCodeSessionId(base)
-    const headerOf = (id: string, parent?: string): SessionHeader => ({
+    const headerOf = (id: string, parent?: string, createdAt = index.firstTime): SessionHeader => ({
       version: 1,
       id,
-      createdAt: index.firstTime ?? 0,
+      createdAt: createdAt !== undefined && createdAt >= 0 ? createdAt : 0,
       ...(index.cwd === undefined ? {} : { cwd: index.cwd }),
       ...(parent === undefined ? {} : { parentSession: parent, origin: "subagent" as const, delegationDepth: 1 })
     })
     const targets = new Map<string, Target>()
     const order: Array<Target> = []
-    const targetOf = (key: string) =>
+    // a sidechain's session starts at its first record (`time`), the file's at its first record
+    const targetOf = (key: string, time?: number) =>
       Effect.gen(function*() {
         const known = targets.get(key)
         if (known !== undefined) return known
         const header = key === MAIN
           ? headerOf(mainId, subagent ? claudeCodeSessionId(base) : undefined)
-          : headerOf(`${claudeCodeSessionId(base)}/sidechain-${key}`, claudeCodeSessionId(base))
+          : headerOf(`${claudeCodeSessionId(base)}/sidechain-${key}`, claudeCodeSessionId(base), time ?? index.firstTime)
         const writer = yield* openWriter(header, existing, options.force === true)
-        const builder = new LogBuilder().at(index.firstTime)
+        const builder = new LogBuilder().at(header.createdAt)
         builder.ignorable(IMPORT_ORIGIN, {
           tool: "claude-code",
           file,
@@ -381,7 +382,7 @@ export const importClaudeCodeFile = (
         emitted.add(uuid)
         const who = owner.get(uuid)
         if (who === undefined) return keep(main, l.line, rec.isSidechain === true ? "sidechain-off-branch" : "off-branch", { record: rec })
-        const t = yield* targetOf(who)
+        const t = yield* targetOf(who, timeOf(rec.timestamp))
         const kept = mapRecord(t, rec, l.line, uuid)
         if (kept !== undefined) keep(t, l.line, kept, { record: rec })
         else tally.mapped++
