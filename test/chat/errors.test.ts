@@ -3,7 +3,10 @@
  * `getOrCreate` writes the session at once (a new store instance finds it); store failures are
  * `PersistenceBackingError` with our tagged error as the cause (a corrupt JSONL file on `get`; an
  * append conflict with another writer during a call, after which the next call reopens);
- * `timeToLive` expires nothing.
+ * `timeToLive` expires nothing; and a crash mid-stream: a child process killed (SIGKILL) while its
+ * chat's model stream hangs, reopened, has the completed call and the crashed call's prompt (made
+ * durable by the checkpoint before the model was called, where `@effect/ai`'s own chat loses the
+ * whole call), and its open turn closed by the repair closers.
  */
 import * as Chat from "@effect/ai/Chat"
 import { PersistenceBackingError } from "@effect/experimental/Persistence"
@@ -24,8 +27,13 @@ import { layerJsonlStore } from "../../src/layers/jsonl/JsonlStore.js"
 import { layerMemoryStore } from "../../src/layers/memory/MemoryStore.js"
 import { layerSqliteStore } from "../../src/layers/sql/sqlite/SqliteStore.js"
 import { AppendConflict } from "../../src/schema/Errors.js"
-import type { SessionStore } from "../../src/services/SessionStore.js"
+import { SessionStore } from "../../src/services/SessionStore.js"
 import { type ChatCall, encodeHistory, modelLayer } from "./helpers.js"
+import { spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import type { Event } from "../../src/schema/Events.js"
+import { bundleScript, childEnv } from "../helpers/processes.js"
 
 const tempDir: Effect.Effect<string, never, Scope.Scope> = Effect.flatMap(
   FileSystem.FileSystem,
@@ -120,4 +128,44 @@ describe("ChatPersistence failures", () => {
       const chat = yield* chats.get("ttl", { timeToLive: "1 second" })
       assert.strictEqual(chat.id, "ttl")
     }).pipe(Effect.provide(ChatPersistence.layer()), Effect.provide(layerMemoryStore())))
+})
+
+/** Run the child until it prints "ready", then kill it with SIGKILL. */
+const crashChild = (bundle: string, file: string) =>
+  Effect.async<void, Error>((resume) => {
+    const child = spawn(process.execPath, [bundle, file], { env: childEnv(), stdio: ["ignore", "pipe", "pipe"] })
+    let out = ""
+    let err = ""
+    child.stdout.on("data", (d) => {
+      out += String(d)
+      if (out.includes("ready")) child.kill("SIGKILL")
+    })
+    child.stderr.on("data", (d) => (err += String(d)))
+    child.on("exit", (_code, signal) =>
+      resume(signal === "SIGKILL" ? Effect.void : Effect.fail(new Error(`child exited without the crash: ${err}`))))
+  })
+
+describe("ChatPersistence crash", () => {
+  it.effect("a process killed mid-stream: reopened, the completed call and the crashed prompt are there; the turn is closed", () =>
+    Effect.gen(function*() {
+      const dir = fs.mkdtempSync(join(os.tmpdir(), "chat-crash-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
+      const file = join(dir, "chats.db")
+      const bundle = bundleScript("test/chat/crash-child.ts", join(dir, "child.cjs"))
+      yield* crashChild(bundle, file)
+      const store = layerSqliteStore({ filename: file })
+      const { events, texts } = yield* Effect.gen(function*() {
+        const texts = yield* Effect.gen(function*() {
+          const chat = yield* (yield* Chat.Persistence).get("crash")
+          return (yield* chat.history).content.map((m) =>
+            m.role === "system" ? m.content : m.content.map((p) => (p.type === "text" ? p.text : "")).join("")
+          )
+        }).pipe(Effect.provide(ChatPersistence.layer()))
+        const loaded = yield* Effect.flatMap(SessionStore, (s) => s.load("crash"))
+        return { texts, events: loaded.events as ReadonlyArray<Event> }
+      }).pipe(Effect.provide(store))
+      assert.deepStrictEqual(texts, ["Hi", "Hello.", "Tell me a story"])
+      const ends = events.filter((e) => e.type === "turn/end").map((e) => (e.data as { reason: { kind: string } }).reason.kind)
+      assert.deepStrictEqual(ends, ["completed", "interrupted"])
+    }).pipe(Effect.scoped), 60_000)
 })

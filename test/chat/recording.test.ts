@@ -1,7 +1,10 @@
 /**
  * What a chat call records (issue #30): `request --at` on the recorded seqs rebuilds exactly the
  * prompt the scripted model received (in process for every call, through the CLI on SQLite for
- * the call with tools), the closers of a failed and an interrupted call, and the surface a failed call leaves.
+ * the call with tools); the closers of a failed and an interrupted call and the surface a failed
+ * call leaves; and the compaction option: with `Compact.preStepHook(policy)` a long chat is
+ * compacted by recorded `replace` operations before a call, and the model is sent the compacted
+ * surface, which is the chat's history.
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as FileSystem from "@effect/platform/FileSystem"
@@ -19,7 +22,10 @@ import type { Event } from "../../src/schema/Events.js"
 import { requestAtLog } from "../../src/services/RequestAt.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
 import { buildBundle, json, removeBundle, runCli } from "../cli/helpers.js"
-import { conversation, encodeHistory, modelCalls, modelLayer, runConversation } from "./helpers.js"
+import { type ChatCall, conversation, encodeHistory, modelCalls, modelLayer, runConversation } from "./helpers.js"
+import * as Chat from "@effect/ai/Chat"
+import { layerDeterministic } from "../../src/layers/model/SummarizerLive.js"
+import * as Compact from "../../src/programs/compaction/Compact.js"
 
 let bundle: string | undefined
 beforeAll(async () => {
@@ -146,5 +152,51 @@ describe("ChatPersistence recording", () => {
       assert.deepStrictEqual(message.sourceEventSeqs, turn.filter((e) => e.type === "assistant/chunk").map((e) => e.seq))
       assert.deepStrictEqual(turn.map((e) => e.type).slice(-2), ["step/end", "turn/end"])
       assert.deepStrictEqual((turn[turn.length - 1].data as { reason: unknown }).reason, { kind: "aborted", reason: { kind: "user" } })
+    }).pipe(Effect.provide(layerMemoryStore())))
+})
+
+/** A chat long enough for a 1,000-token context window. */
+const long = (n: number) => `Paragraph ${n}: ${"lorem ipsum dolor sit amet ".repeat(12)}`
+const longCalls: ReadonlyArray<Extract<ChatCall, { kind: "text" }>> = Array.from({ length: 8 }, (_, i) => ({
+  kind: "text" as const,
+  prompt: long(i),
+  script: [{ type: "text" as const, text: long(100 + i) }, { type: "finish" as const, reason: "stop" as const }]
+}))
+
+describe("ChatPersistence compaction option", () => {
+  it.effect("a long chat is compacted before a call; the model gets the compacted history", () =>
+    Effect.gen(function*() {
+      const reached = yield* Deferred.make<void>()
+      const layer = ChatPersistence.layer({
+        provider: "scripted",
+        model: "small",
+        contextWindow: 1000,
+        compaction: Compact.preStepHook({ retainTokens: 200, prune: false })
+      })
+      const { history, requests } = yield* Effect.gen(function*() {
+        const chat = yield* (yield* Chat.Persistence).getOrCreate("long")
+        for (const call of longCalls) yield* chat.generateText({ prompt: call.prompt })
+        return { history: yield* chat.history, requests: yield* Effect.flatMap(ScriptedModel, (m) => m.requests) }
+      }).pipe(Effect.provide(Layer.mergeAll(layer, modelLayer(longCalls, reached))), Effect.provide(layerDeterministic))
+      const loaded = yield* Effect.flatMap(SessionStore, (s) => s.load("long"))
+      const events = loaded.events as ReadonlyArray<Event>
+      const summaries = events.filter((e) => e.type === "compaction/summary")
+      assert.isAbove(summaries.length, 0)
+      // the replacements are recorded on the surface; nothing was removed from the log
+      assert.isTrue(events.some((e) => typeof e.surfaceOp === "object"))
+      assert.strictEqual(events.filter((e) => e.type === "user/message" && e.surfaceOp === "append").length, longCalls.length)
+      // the last request is smaller than the whole conversation and starts with the summary
+      const last = requests[requests.length - 1].prompt
+      assert.isBelow(last.content.length, 2 * longCalls.length)
+      const first = last.content[0]
+      assert.strictEqual(first.role, "user")
+      // the history is the compacted surface, and what the model was last sent plus its answer
+      const content = (p: typeof history) => (encodeHistory(p) as { content: ReadonlyArray<unknown> }).content
+      assert.deepStrictEqual(content(history).slice(0, -1), content(last))
+      // request --at before the last call's response rebuilds what the model was sent
+      const lastChunk = events.filter((e) => e.type === "assistant/chunk").at(-1)!
+      const snap = requestAtLog(events, lastChunk.seq)
+      assert.isFalse("_tag" in snap)
+      if (!("_tag" in snap)) assert.deepStrictEqual(encodeHistory(ChatPersistence.promptOf(snap.messages)), encodeHistory(last))
     }).pipe(Effect.provide(layerMemoryStore())))
 })
