@@ -615,8 +615,14 @@ export const make = (impl: SessionStoreImpl): SessionStoreShape => {
   const maxEventBytes = impl.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES
 
   const load = (id: string): Effect.Effect<LoadResult, LoadError> =>
-    Effect.flatMap(impl.load(id), (loaded) =>
-      loaded !== undefined ? Effect.succeed(loaded) : Effect.map(unwritten(id), (empty) => ({ ...empty, events: [] })))
+    Effect.flatMap(impl.load(id), (loaded) => {
+      if (loaded !== undefined) return Effect.succeed(loaded)
+      if (registry.get(id) !== undefined) return Effect.map(unwritten(id), (empty) => ({ ...empty, events: [] }))
+      // not registered (any more): a first append may have committed since the read began, then
+      // left the registry; a second read tells that apart from an unknown id (L11)
+      return Effect.flatMap(impl.load(id), (again) =>
+        again !== undefined ? Effect.succeed(again) : Effect.map(unwritten(id), (empty) => ({ ...empty, events: [] })))
+    })
 
   const shape: SessionStoreShape = {
     create: (input) =>

@@ -101,6 +101,11 @@ export interface SqlDialect {
    * session, by any connection. Undefined: the store's default poll.
    */
   readonly wakeups?: (id: string) => Stream.Stream<void, StoreFailure>
+  /**
+   * A statement every write transaction of a session runs last, with the session id as its one
+   * parameter, to wake followers elsewhere when (and only if) it commits (PostgreSQL: `pg_notify`).
+   */
+  readonly notifyStatement?: string
   /** The canonical tables of the current schema version in creation order. */
   readonly tables: ReadonlyArray<{ readonly name: string; readonly sql: string }>
   /** In the schema transaction, first: what the database holds (and any lock the check needs). */

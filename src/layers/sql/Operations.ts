@@ -253,14 +253,21 @@ export const append = (
     // the `sql` template (and its context copy) only for the first append of a session
     const body = Effect.suspend((): Effect.Effect<boolean, StoreAppendError | SqlError | ParseError> => {
       const pending = store.registry.get(id)
-      return pending === undefined
+      const written: Effect.Effect<boolean, StoreAppendError | SqlError | ParseError> = pending === undefined
         ? advance(store, conn, id, batch, expectedSeq)
         : onConnection(conn, materialise(store, conn, pending, batch, expectedSeq))
+      return notifying(store, conn, id, written)
     })
     return transaction(conn, store.dialect.beginWrite, body, (materialised) => {
       if (materialised) store.registry.materialised(id)
     })
   }).pipe(failures(store, "append"), Effect.asVoid)
+}
+
+/** `written`, then the dialect's wake-up of followers in the same transaction (delivered on COMMIT only). */
+const notifying = <A, E, R>(store: Store, conn: Connection, id: string, written: Effect.Effect<A, E, R>) => {
+  const statement = store.dialect.notifyStatement
+  return statement === undefined ? written : Effect.tap(written, () => store.runRaw(conn, "notify", statement, [id]))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -358,7 +365,7 @@ export const truncateTornTail = (store: Store, id: string, tornTail: TornTail, r
         return yield* staleRevision(id, revision, row, "the torn tail differs from the one load reported")
       }
       yield* conn.executeRaw(store.statements.deleteFrom, [id, now.fromSeq])
-      yield* sql`UPDATE sessions SET next_seq = ${now.fromSeq}, revision = revision + 1 WHERE id = ${id}`
+      yield* notifying(store, conn, id, sql`UPDATE sessions SET next_seq = ${now.fromSeq}, revision = revision + 1 WHERE id = ${id}`)
     })).pipe(failures(store, "truncateTornTail"))
 
 /** The stored content of a session as JSONL text (§7.4.2); a defective row is kept as stored. */
@@ -411,5 +418,5 @@ export const replaceLog = (
                    next_seq = ${batch.events.length},
                    revision = revision + 1
                  WHERE id = ${id}`
-      yield* insertEvents(store, conn, id, batch.events, batch.lines)
+      yield* notifying(store, conn, id, insertEvents(store, conn, id, batch.events, batch.lines))
     })).pipe(failures(store, "replaceLog"))

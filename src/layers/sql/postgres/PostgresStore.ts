@@ -3,7 +3,9 @@
  * writers on many machines. Owns the PostgreSQL dialect (its schema and ownership check, S10, are
  * in Schema.ts): READ COMMITTED writes whose row locks and unique keys decide between
  * writers, REPEATABLE READ loads, hot statements kept prepared per connection, SQLSTATEs told
- * apart; and the client (BIGINT read as numbers, the durability check) behind `make`.
+ * apart; and the client (BIGINT read as numbers, the durability check) behind `make`. Followers
+ * are woken by a `NOTIFY` sent in each write transaction and a `LISTEN` on a dedicated connection
+ * (docs/follow.md "PostgreSQL").
  *
  * @since 0.1.0
  */
@@ -16,6 +18,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import { StoreFailure, type StoreSchemaMismatch } from "../../../schema/Errors.js"
 import { SessionStore, type SessionStoreShape } from "../../../services/SessionStore.js"
 import { APPLICATION, CANONICAL_SCHEMA, ownership, stamp } from "./Schema.js"
@@ -199,6 +202,58 @@ const checkConnection = Effect.gen(function*() {
 })
 
 /**
+ * The channel of the followers' wake-ups; a payload is `<current_schema()>/<session id>`.
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const FOLLOW_CHANNEL = "effect_session_log"
+
+const NOTIFY_STATEMENT = `SELECT pg_notify('${FOLLOW_CHANNEL}', current_schema() || '/' || $1)`
+
+/**
+ * The wake-ups of a follower of `id`: `LISTEN` on a connection of its own, one element once the
+ * LISTEN is in place, then one per committed write of the session (its `NOTIFY`). A dropped
+ * connection fails the stream (the store then polls).
+ */
+const listenWakeups = (options: PostgresStoreOptions) => (id: string): Stream.Stream<void, StoreFailure> =>
+  Stream.asyncScoped<void, StoreFailure>((emit) =>
+    Effect.acquireRelease(
+      Effect.tryPromise({
+        try: async () => {
+          const pg = await import("pg")
+          const client = new pg.default.Client({
+            connectionString: urlOf(options),
+            connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+            application_name: APPLICATION
+          })
+          const dropped = (cause: unknown) =>
+            void emit.fail(new StoreFailure({ method: "follow", cause, detail: "the LISTEN connection was lost" }))
+          client.on("error", dropped)
+          client.on("end", () => dropped("connection ended"))
+          await client.connect()
+          const rows = await client.query<{ readonly s: string }>("SELECT current_schema() AS s")
+          const key = `${rows.rows[0]?.s ?? ""}/${id}`
+          client.on("notification", (msg) => {
+            if (msg.channel === FOLLOW_CHANNEL && msg.payload === key) void emit.single(undefined)
+          })
+          await client.query(`LISTEN ${FOLLOW_CHANNEL}`)
+          // armed: the follower reads once more now
+          void emit.single(undefined)
+          return client
+        },
+        catch: (cause) => new StoreFailure({ method: "follow", cause, detail: "LISTEN failed" })
+      }),
+      (client) =>
+        Effect.promise(() => {
+          client.removeAllListeners("end")
+          client.removeAllListeners("error")
+          client.on("error", () => undefined)
+          return client.end()
+        }).pipe(Effect.interruptible, Effect.timeoutOption(1_000))
+    ), { bufferSize: 1, strategy: "sliding" })
+
+/**
  * The PostgreSQL dialect of the SQL store (for a client built with `clientTypes`).
  *
  * @since 0.1.0
@@ -368,7 +423,7 @@ export const make = (
   Effect.gen(function*() {
     const sql = yield* makeClient(options)
     return yield* makeSqlStore({
-      dialect: postgresDialect,
+      dialect: { ...postgresDialect, notifyStatement: NOTIFY_STATEMENT, wakeups: listenWakeups(options) },
       location: displayLocation(urlOf(options)),
       readOnly: options.readOnly === true,
       packChunks: options.packChunks !== false,
