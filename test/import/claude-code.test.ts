@@ -188,6 +188,28 @@ describe("import --from claude-code", () => {
       assert.strictEqual(byId.get(MAIN)?.createdAt, Date.parse("2025-11-02T10:00:01.000Z"))
     })))
 
+  it.scoped("records of newer versions: progress in the chain, an attachment, a sidechain hook, a repeated message snapshot", () =>
+    run(Effect.gen(function*() {
+      const newer = "5d0e7a3b-1c2f-4e8d-b9a6-000000000002"
+      const [report] = yield* importClaudeCode(`${fixtures}/claude-code/newer/${newer}.jsonl`)
+      // no child session for a hook's progress record marked as a sidechain
+      assert.deepStrictEqual(report.sessions.map((s) => s.id), [`claude-code:${newer}`])
+      assert.deepStrictEqual(report.keptReasons, { "type:progress": 3, "type:attachment": 1 })
+      const id = `claude-code:${newer}`
+      assert.strictEqual(yield* verified(id), "ok")
+      // the blocks of msg_N once each, whatever came between its records
+      assert.deepStrictEqual(texts(yield* messagesOf(id)), [
+        "user:Run the tests",
+        "assistant:reasoning",
+        "assistant:Running the tests.",
+        "assistant:tool-call",
+        "user:tool-result",
+        "assistant:All 12 tests pass."
+      ])
+      const events = yield* eventsOf(id)
+      assert.deepStrictEqual(data(byType(events, "assistant/message")[0]).usage, { inputTokens: 3, outputTokens: 40 })
+    })))
+
   it.scoped("importing twice makes no second session and changes nothing", () =>
     run(Effect.gen(function*() {
       yield* importClaudeCode(project)

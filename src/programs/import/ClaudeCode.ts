@@ -9,6 +9,7 @@
  */
 import type * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
+import { encodeJson, type Json } from "../../schema/Json.js"
 import type { ContentBlock, TokenUsage } from "../../schema/Messages.js"
 import { isAbsolutePath, type SessionHeader } from "../../schema/SessionHeader.js"
 import type { SessionStore } from "../../services/SessionStore.js"
@@ -96,7 +97,8 @@ const isToolResult = (b: unknown): b is Rec => isObject(b) && b.type === "tool_r
 interface Node {
   readonly parent: string | undefined
   readonly sidechain: boolean
-  readonly line: number
+  /** A `user`, `assistant` or `system` record (a branch ends on one of these). */
+  readonly conversation: boolean
 }
 
 interface Index {
@@ -112,7 +114,7 @@ interface Index {
 
 const CONVERSATION = new Set(["user", "assistant", "system"])
 
-const indexRecord = (index: Index, rec: Rec, line: number) => {
+const indexRecord = (index: Index, rec: Rec) => {
   if (index.sessionId === undefined) index.sessionId = nonEmpty(rec.sessionId)
   if (index.agentId === undefined) index.agentId = nonEmpty(rec.agentId)
   if (index.cwd === undefined && typeof rec.cwd === "string" && isAbsolutePath(rec.cwd)) index.cwd = rec.cwd
@@ -127,8 +129,9 @@ const indexRecord = (index: Index, rec: Rec, line: number) => {
   // a compaction boundary starts a new root; its logical parent continues the branch
   const parent = nonEmpty(rec.parentUuid) ?? nonEmpty(rec.logicalParentUuid)
   const sidechain = rec.isSidechain === true
-  index.nodes.set(uuid, { parent, sidechain, line })
-  if (typeof rec.type === "string" && CONVERSATION.has(rec.type)) {
+  const conversation = typeof rec.type === "string" && CONVERSATION.has(rec.type)
+  index.nodes.set(uuid, { parent, sidechain, conversation })
+  if (conversation) {
     index.lastAny = uuid
     if (!sidechain) index.lastMain = uuid
   }
@@ -160,7 +163,7 @@ const owners = (index: Index): { readonly owner: Map<string, string>; readonly s
   const lastOfRoot = new Map<string, string>()
   for (const [uuid, node] of index.nodes) {
     if (!node.sidechain) continue
-    const path: Array<string> = []
+    const path = new Set<string>()
     let at: string | undefined = uuid
     let root = uuid
     while (at !== undefined) {
@@ -170,13 +173,14 @@ const owners = (index: Index): { readonly owner: Map<string, string>; readonly s
         break
       }
       const n = index.nodes.get(at)
-      if (n === undefined || !n.sidechain || path.includes(at)) break
-      path.push(at)
+      if (n === undefined || !n.sidechain || path.has(at)) break
+      path.add(at)
       root = at
       at = n.parent
     }
     for (const p of path) rootOf.set(p, root)
-    lastOfRoot.set(root, uuid)
+    // a sidechain is a conversation: a hook's progress record marked sidechain makes no session
+    if (node.conversation) lastOfRoot.set(root, uuid)
   }
   for (const [root, last] of lastOfRoot) branch(index.nodes, last, owner, root)
   return { owner, subagent }
@@ -234,7 +238,12 @@ const mapRecord = (t: Target, rec: Rec, line: number, uuid: string): string | un
       const messageId = nonEmpty(message.id) ?? uuid
       const blocks = blocksOf(message.content)
       if (t.assistant !== undefined && t.assistant.messageId === messageId) {
-        t.assistant.content.push(...blocks)
+        // one record per content block; a record that repeats the blocks so far (a snapshot of
+        // the message) adds only what is new
+        const held = t.assistant.content
+        const repeats = blocks.length >= held.length && held.every((b, k) => encodeJson(b as Json) === encodeJson(blocks[k] as Json))
+        if (repeats) held.push(...blocks.slice(held.length))
+        else held.push(...blocks)
         t.assistant.usage = usageOf(message.usage) ?? t.assistant.usage
       } else {
         flushAssistant(t)
@@ -322,7 +331,7 @@ export const importClaudeCodeFile = (
       Effect.sync(() => {
         if (l._tag !== "Text") return
         const p = parseSourceLine(l.text)
-        if (p._tag === "Json" && isObject(p.value)) indexRecord(index, p.value, l.line)
+        if (p._tag === "Json" && isObject(p.value)) indexRecord(index, p.value)
       })))
     if (first._tag === "Left") return tally.report(file, "claude-code", [], readFailure(file, first.left))
     const { owner, subagent } = owners(index)
@@ -381,7 +390,15 @@ export const importClaudeCodeFile = (
         if (emitted.has(uuid)) return keep(main, l.line, "duplicate", { record: rec })
         emitted.add(uuid)
         const who = owner.get(uuid)
-        if (who === undefined) return keep(main, l.line, rec.isSidechain === true ? "sidechain-off-branch" : "off-branch", { record: rec })
+        if (who === undefined) {
+          // a conversation record of another branch, or bookkeeping (a hook's progress) beside one
+          const reason = typeof rec.type !== "string" || !CONVERSATION.has(rec.type)
+            ? `type:${typeof rec.type === "string" ? rec.type : "none"}`
+            : rec.isSidechain === true
+            ? "sidechain-off-branch"
+            : "off-branch"
+          return keep(main, l.line, reason, { record: rec })
+        }
         const t = yield* targetOf(who, timeOf(rec.timestamp))
         const kept = mapRecord(t, rec, l.line, uuid)
         if (kept !== undefined) keep(t, l.line, kept, { record: rec })
