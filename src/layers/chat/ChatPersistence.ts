@@ -61,7 +61,7 @@ import type { SessionStore } from "../../services/SessionStore.js"
 import { deriveEventMessage } from "../../services/SurfaceManager.js"
 import * as HeaderSnapshotterLive from "../session/HeaderSnapshotterLive.js"
 import * as SessionLive from "../session/SessionLive.js"
-import { messagesToPrompt, planMessage } from "./ChatPrompt.js"
+import { messagesToPrompt, planMessage, PromptFold } from "./ChatPrompt.js"
 
 /**
  * What the compaction option receives before each call: the turn and the latest request header.
@@ -108,6 +108,8 @@ interface ChatState {
 interface Entry {
   readonly session: SessionShape
   readonly lock: Effect.Semaphore
+  /** The session's history as a Prompt, converted incrementally. */
+  readonly fold: PromptFold
 }
 
 type AnyToolkit = Toolkit.WithHandler<Record<string, Tool.Any>>
@@ -177,7 +179,7 @@ export const make = <R = never>(
         Effect.gen(function*() {
           const session = yield* SessionLive.open(chatId, { persistence })
           yield* Effect.addFinalizer(() => Effect.ignore(session.close))
-          return { session, lock: yield* Effect.makeSemaphore(1) } satisfies Entry
+          return { session, lock: yield* Effect.makeSemaphore(1), fold: new PromptFold() } satisfies Entry
         }).pipe(Effect.provide(context)),
       idleTimeToLive: options.idleTimeToLive ?? "1 minute"
     })
@@ -282,7 +284,7 @@ export const make = <R = never>(
       return "null"
     }
 
-    const historyOf = (session: SessionShape) => Effect.map(session.messages, messagesToPrompt)
+    const historyOf = (entry: Entry) => Effect.map(entry.session.messages, (messages) => entry.fold.of(messages))
 
     /** `@effect/ai`'s message identity: the previous assistant message's id, else a new one. */
     const messageIdFor = (history: Prompt.Prompt) =>
@@ -341,7 +343,7 @@ export const make = <R = never>(
               yield* session.append("step/end", { turn, step })
               yield* session.append("turn/end", { turn, reason: reason as never })
               yield* session.flush
-              state.synced = yield* historyOf(session)
+              state.synced = yield* historyOf(entry)
               yield* Ref.set(historyRef, state.synced)
             }).pipe(Effect.catchAll(failStore))
           const prepared = yield* Effect.exit(restore(Effect.gen(function*() {
@@ -356,7 +358,7 @@ export const make = <R = never>(
             // a history set or edited outside a call is recorded first, as @effect/ai's chat sends it
             const edited = current === state.synced
               ? Prompt.empty
-              : yield* syncHistory(session, turn, step, current).pipe(Effect.catchAll(failStore))
+              : yield* syncHistory(entry, turn, step, current).pipe(Effect.catchAll(failStore))
             // @effect/ai stamps the call's new messages with the id of the history's last assistant message
             const messageId = yield* messageIdFor(current)
             yield* writeMessages(session, turn, step, edited, undefined).pipe(Effect.catchAll(failStore))
@@ -381,7 +383,7 @@ export const make = <R = never>(
             }).pipe(Effect.catchAll(failStore))
             state.firstOfInstance = false
             // the prompt is the log's history as it stands now: exactly what `request --at` rebuilds
-            const prompt = yield* historyOf(session)
+            const prompt = yield* historyOf(entry)
             // checkpoint: what the model will be sent is durable before it is called
             yield* session.flush.pipe(Effect.catchAll(failStore))
             return { prompt, toolkit, messageId, written }
@@ -437,9 +439,10 @@ export const make = <R = never>(
      * the log's history and `current` are shadowed by one recorded replace (they stay in the log),
      * and the returned messages of `current` after that prefix are to be written next.
      */
-    const syncHistory = (session: SessionShape, turn: number, step: number, current: Prompt.Prompt) =>
+    const syncHistory = (entry: Entry, turn: number, step: number, current: Prompt.Prompt) =>
       Effect.gen(function*() {
-        const logged = yield* historyOf(session)
+        const { session } = entry
+        const logged = yield* historyOf(entry)
         let common = 0
         while (
           common < logged.content.length && common < current.content.length &&
@@ -450,11 +453,12 @@ export const make = <R = never>(
           const nodes = yield* session.surface.nodes
           const events = yield* session.events
           const messages: Array<Message> = []
+          const fold = new PromptFold()
           let first = nodes.length
           for (let i = 0; i < nodes.length; i++) {
             const m = deriveEventMessage(events[nodes[i]])
             if (m !== undefined) messages.push(m)
-            if (messagesToPrompt(messages).content.length > common) {
+            if (fold.of(messages).content.length > common) {
               first = i
               break
             }
@@ -479,7 +483,7 @@ export const make = <R = never>(
 
     const toPersisted = (chatId: string) =>
       Effect.gen(function*() {
-        const history = yield* withEntry(chatId, "get", (entry) => historyOf(entry.session))
+        const history = yield* withEntry(chatId, "get", (entry) => historyOf(entry))
         const historyRef = yield* Ref.make(history)
         const state: ChatState = { firstOfInstance: true, synced: history }
         const encode = Schema.encode(Prompt.Prompt)
@@ -511,13 +515,13 @@ export const make = <R = never>(
                 const turn = (yield* session.counts).turnStarts + 1
                 yield* session.append("turn/start", { turn })
                 yield* session.append("step/start", { turn, step: 1 })
-                const edited = yield* syncHistory(session, turn, 1, current)
+                const edited = yield* syncHistory(entry, turn, 1, current)
                 yield* writeMessages(session, turn, 1, edited, undefined)
                 yield* session.append("step/end", { turn, step: 1 })
                 yield* session.append("turn/end", { turn, reason: { kind: "completed" } })
               }
               yield* session.flush
-              state.synced = yield* historyOf(session)
+              state.synced = yield* historyOf(entry)
               yield* Ref.set(historyRef, state.synced)
             })
           ).pipe(Effect.mapError(backing("save")), Effect.withSpan("ChatPersistence.save")),

@@ -230,6 +230,98 @@ const partOfBlock = (b: ContentBlock, names: Map<string, string>): Prompt.Part =
 
 const markOfMessage = (m: Message): PromptMark => (isRecord(m.prompt) ? (m.prompt as PromptMark) : {})
 
+/** Append the Prompt messages of one log message to `out` (a continuing tool result joins the last one). */
+const pushMessage = (out: Array<Prompt.Message>, names: Map<string, string>, m: Message): void => {
+  const mark = markOfMessage(m)
+  const options = optionsOf(mark.options)
+  if (mark.role === "system") {
+    out.push(Prompt.makeMessage("system", { content: textOfBlocks(m.content), options }))
+    return
+  }
+  if (m.role === "system") {
+    out.push(Prompt.makeMessage("system", { content: textOfBlocks(m.content) }))
+    return
+  }
+  if (m.role === "assistant") {
+    const content = m.content.map((b) => partOfBlock(b, names)) as Array<Prompt.AssistantMessagePart>
+    out.push(Prompt.makeMessage("assistant", { content, options }))
+    return
+  }
+  if (mark.role === "tool") {
+    const parts = m.content.map((b) => toolResultPart(b as Rec, names))
+    const previous = out[out.length - 1]
+    if (mark.continues === true && previous !== undefined && previous.role === "tool") {
+      out[out.length - 1] = Prompt.makeMessage("tool", {
+        content: [...previous.content, ...parts],
+        options: previous.options
+      })
+    } else {
+      out.push(Prompt.makeMessage("tool", { content: parts, options }))
+    }
+    return
+  }
+  // a user-role message: runs of tool results become tool messages, other runs user messages
+  let userRun: Array<Prompt.UserMessagePart> = []
+  let toolRun: Array<Prompt.ToolResultPart> = []
+  const flushUser = () => {
+    if (userRun.length > 0) out.push(Prompt.makeMessage("user", { content: userRun, options }))
+    userRun = []
+  }
+  const flushTool = () => {
+    if (toolRun.length > 0) out.push(Prompt.makeMessage("tool", { content: toolRun }))
+    toolRun = []
+  }
+  for (const b of m.content) {
+    if (b.type === "tool-result") {
+      flushUser()
+      toolRun.push(toolResultPart(b, names))
+      continue
+    }
+    flushTool()
+    const part = partOfBlock(b, names)
+    userRun.push(
+      part.type === "text" || part.type === "file" ? part : Prompt.makePart("text", { text: encodeJson((asJson(b) ?? null) as Json) })
+    )
+  }
+  flushUser()
+  flushTool()
+  if (m.content.length === 0) out.push(Prompt.makeMessage("user", { content: [], options }))
+}
+
+/**
+ * The Prompt of derived messages, kept up to date incrementally: when the messages of the
+ * previous call are a prefix of the new ones (the same objects: a session shares its derived
+ * messages until a replacement), only the new ones are converted; else everything is.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export class PromptFold {
+  private readonly inputs: Array<Message> = []
+  private readonly out: Array<Prompt.Message> = []
+  private readonly names = new Map<string, string>()
+
+  /**
+   * The Prompt of `messages`.
+   *
+   * @since 0.2.0
+   */
+  of(messages: ReadonlyArray<Message>): Prompt.Prompt {
+    let prefix = this.inputs.length <= messages.length
+    for (let i = this.inputs.length - 1; prefix && i >= 0; i--) prefix = this.inputs[i] === messages[i]
+    if (!prefix) {
+      this.inputs.length = 0
+      this.out.length = 0
+      this.names.clear()
+    }
+    for (let i = this.inputs.length; i < messages.length; i++) {
+      pushMessage(this.out, this.names, messages[i])
+      this.inputs.push(messages[i])
+    }
+    return Prompt.fromMessages(this.out.slice())
+  }
+}
+
 /**
  * The Prompt of derived messages: the exact inverse of `planMessage` for messages the chat wrote;
  * other messages by their blocks (tool results in user-role messages become tool messages).
@@ -237,64 +329,4 @@ const markOfMessage = (m: Message): PromptMark => (isRecord(m.prompt) ? (m.promp
  * @since 0.2.0
  * @category utils
  */
-export const messagesToPrompt = (messages: ReadonlyArray<Message>): Prompt.Prompt => {
-  const out: Array<Prompt.Message> = []
-  const names = new Map<string, string>()
-  for (const m of messages) {
-    const mark = markOfMessage(m)
-    const options = optionsOf(mark.options)
-    if (mark.role === "system") {
-      out.push(Prompt.makeMessage("system", { content: textOfBlocks(m.content), options }))
-      continue
-    }
-    if (m.role === "system") {
-      out.push(Prompt.makeMessage("system", { content: textOfBlocks(m.content) }))
-      continue
-    }
-    if (m.role === "assistant") {
-      const content = m.content.map((b) => partOfBlock(b, names)) as Array<Prompt.AssistantMessagePart>
-      out.push(Prompt.makeMessage("assistant", { content, options }))
-      continue
-    }
-    if (mark.role === "tool") {
-      const parts = m.content.map((b) => toolResultPart(b as Rec, names))
-      const previous = out[out.length - 1]
-      if (mark.continues === true && previous !== undefined && previous.role === "tool") {
-        out[out.length - 1] = Prompt.makeMessage("tool", {
-          content: [...previous.content, ...parts],
-          options: previous.options
-        })
-      } else {
-        out.push(Prompt.makeMessage("tool", { content: parts, options }))
-      }
-      continue
-    }
-    // a user-role message: runs of tool results become tool messages, other runs user messages
-    let userRun: Array<Prompt.UserMessagePart> = []
-    let toolRun: Array<Prompt.ToolResultPart> = []
-    const flushUser = () => {
-      if (userRun.length > 0) out.push(Prompt.makeMessage("user", { content: userRun, options }))
-      userRun = []
-    }
-    const flushTool = () => {
-      if (toolRun.length > 0) out.push(Prompt.makeMessage("tool", { content: toolRun }))
-      toolRun = []
-    }
-    for (const b of m.content) {
-      if (b.type === "tool-result") {
-        flushUser()
-        toolRun.push(toolResultPart(b, names))
-        continue
-      }
-      flushTool()
-      const part = partOfBlock(b, names)
-      userRun.push(
-        part.type === "text" || part.type === "file" ? part : Prompt.makePart("text", { text: encodeJson((asJson(b) ?? null) as Json) })
-      )
-    }
-    flushUser()
-    flushTool()
-    if (m.content.length === 0) out.push(Prompt.makeMessage("user", { content: [], options }))
-  }
-  return Prompt.fromMessages(out)
-}
+export const messagesToPrompt = (messages: ReadonlyArray<Message>): Prompt.Prompt => new PromptFold().of(messages)
