@@ -5,8 +5,10 @@
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as NodeContext from "@effect/platform-node/NodeContext"
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe, it, layer } from "@effect/vitest"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import { writeFileSync } from "node:fs"
 import { make as makeJsonlStore } from "../../src/layers/jsonl/JsonlStore.js"
@@ -43,129 +45,137 @@ const backends: ReadonlyArray<Backend> = [
 
 const { events: demoEvents } = demo()
 
+/** The viewer served over a backend holding the demo and the hostile session (one per backend block). */
+class Served extends Context.Tag("test/view/Served")<Served, { readonly base: string }>() {}
+
 const apiSuite = (backend: Backend) => {
-  const setup = Effect.gen(function*() {
-    const opened = yield* backend.open
-    yield* seed(opened.store, demo())
-    yield* seed(opened.store, hostileSession())
-    const base = yield* serve(opened.store)
-    return { ...opened, base }
-  })
-
-  it.scoped("every API request needs the token; the app's page does not; every response carries the CSP", () =>
+  const served = Layer.scoped(
+    Served,
     Effect.gen(function*() {
-      const { base } = yield* setup
-      const missing = yield* get(base, "/api/sessions", null)
-      assert.strictEqual(missing.status, 401)
-      assert.strictEqual(missing.body.error, "Unauthorized")
-      assert.strictEqual((yield* get(base, "/api/sessions", "wrong-token-0123456789abcd")).status, 401)
-      assert.strictEqual((yield* get(base, "/api/sessions/demo-session/events", null)).status, 401)
-      const ok = yield* get(base, "/api/sessions")
-      assert.strictEqual(ok.status, 200)
-      assert.strictEqual(ok.headers.get("content-security-policy"), CSP)
-      const page = yield* get(base, "/", null)
-      assert.strictEqual(page.status, 200)
-      assert.strictEqual(page.headers.get("content-security-policy"), CSP)
-    }))
+      const opened = yield* backend.open
+      yield* seed(opened.store, demo())
+      yield* seed(opened.store, hostileSession())
+      return { base: yield* serve(opened.store) }
+    }).pipe(Effect.orDie)
+  )
+  layer(served, { timeout: 60_000 })(backend.name, (it) => {
+    const setup = Served
 
-  it.scoped("the sessions: size, last activity, preview and a verify status", () =>
-    Effect.gen(function*() {
-      const { base } = yield* setup
-      const { body } = yield* get(base, "/api/sessions")
-      const byId = new Map<string, any>(body.sessions.map((s: any) => [s.id, s]))
-      const d = byId.get("demo-session")
-      assert.strictEqual(d.events, demoEvents.length)
-      assert.strictEqual(d.lastActivity, demoEvents[demoEvents.length - 1].time)
-      assert.strictEqual(d.preview, "What is in this repository?")
-      assert.strictEqual(d.problem, null)
-      assert.strictEqual(byId.get("hostile").events, HOSTILE_TEXTS.length)
-    }))
+    it.effect("every API request needs the token; the app's page does not; every response carries the CSP", () =>
+      Effect.gen(function*() {
+        const { base } = yield* setup
+        const missing = yield* get(base, "/api/sessions", null)
+        assert.strictEqual(missing.status, 401)
+        assert.strictEqual(missing.body.error, "Unauthorized")
+        assert.strictEqual((yield* get(base, "/api/sessions", "wrong-token-0123456789abcd")).status, 401)
+        assert.strictEqual((yield* get(base, "/api/sessions/demo-session/events", null)).status, 401)
+        const ok = yield* get(base, "/api/sessions")
+        assert.strictEqual(ok.status, 200)
+        assert.strictEqual(ok.headers.get("content-security-policy"), CSP)
+        const page = yield* get(base, "/", null)
+        assert.strictEqual(page.status, 200)
+        assert.strictEqual(page.headers.get("content-security-policy"), CSP)
+      }))
 
-  it.scoped("a page of the timeline: only the page, chunk runs folded, tool calls paired with results", () =>
-    Effect.gen(function*() {
-      const { base } = yield* setup
-      const { body, status } = yield* get(base, "/api/sessions/demo-session/events?offset=0&limit=40")
-      assert.strictEqual(status, 200)
-      assert.strictEqual(body.total, demoEvents.length)
-      // the rows cover exactly events 0..39
-      assert.strictEqual(body.rows[0].seq, 0)
-      assert.strictEqual(body.rows[body.rows.length - 1].lastSeq, 39)
-      const run = body.rows.find((r: any) => r.seq === 5)
-      assert.strictEqual(run.type, "assistant/chunk")
-      assert.strictEqual(run.lastSeq, 17)
-      assert.include(run.text, "Let me look at the files.")
-      assert.deepStrictEqual(run.usage, { inputTokens: 300, outputTokens: 20 })
-      const call = body.rows.find((r: any) => r.seq === 19)
-      assert.strictEqual(call.type, "tool/call")
-      assert.strictEqual(call.pairedSeq, 20)
-      const later = yield* get(base, "/api/sessions/demo-session/events?offset=180&limit=40")
-      assert.strictEqual(later.body.rows[0].seq, 180)
-      assert.strictEqual(later.body.rows[later.body.rows.length - 1].lastSeq, demoEvents.length - 1)
-      assert.strictEqual((yield* get(base, "/api/sessions/demo-session/events?limit=100000")).status, 400)
-      assert.strictEqual((yield* get(base, "/api/sessions/demo-session/events?offset=-1")).status, 400)
-    }))
+    it.effect("the sessions: size, last activity, preview and a verify status", () =>
+      Effect.gen(function*() {
+        const { base } = yield* setup
+        const { body } = yield* get(base, "/api/sessions")
+        const byId = new Map<string, any>(body.sessions.map((s: any) => [s.id, s]))
+        const d = byId.get("demo-session")
+        assert.strictEqual(d.events, demoEvents.length)
+        assert.strictEqual(d.lastActivity, demoEvents[demoEvents.length - 1].time)
+        assert.strictEqual(d.preview, "What is in this repository?")
+        assert.strictEqual(d.problem, null)
+        assert.strictEqual(byId.get("hostile").events, HOSTILE_TEXTS.length)
+      }))
 
-  it.scoped("time travel before and after a compaction: the request the core rebuilds at that seq", () =>
-    Effect.gen(function*() {
-      const { base } = yield* setup
-      for (const seq of [3, 131, 133, demoEvents.length - 1]) {
-        const { body, status } = yield* get(base, `/api/sessions/demo-session/at/${seq}`)
+    it.effect("a page of the timeline: only the page, chunk runs folded, tool calls paired with results", () =>
+      Effect.gen(function*() {
+        const { base } = yield* setup
+        const { body, status } = yield* get(base, "/api/sessions/demo-session/events?offset=0&limit=40")
         assert.strictEqual(status, 200)
-        const expected = requestAtLog(demoEvents, seq)
-        assert.ok(!("_tag" in expected))
-        assert.deepStrictEqual(body.at.request.messages, JSON.parse(JSON.stringify(expected.messages)))
-        assert.deepStrictEqual(body.at.request.header, JSON.parse(JSON.stringify(expected.header ?? null)))
-      }
-      const before = (yield* get(base, "/api/sessions/demo-session/at/131")).body.at
-      const after = (yield* get(base, "/api/sessions/demo-session/at/133")).body.at
-      assert.ok(before.surface.nodes.includes(2))
-      assert.notOk(after.surface.nodes.includes(2))
-      assert.strictEqual(after.surface.replacements.at(-1).seq, 133)
-      const lastHeader = demoEvents.filter((e) => e.type === "request/header" && e.seq <= 133).at(-1)!
-      assert.strictEqual(after.headerSeq, lastHeader.seq)
-      assert.strictEqual(after.headerReason, (lastHeader.data as any).reason)
-      assert.strictEqual((yield* get(base, `/api/sessions/demo-session/at/${demoEvents.length}`)).status, 404)
-    }))
+        assert.strictEqual(body.total, demoEvents.length)
+        // the rows cover exactly events 0..39
+        assert.strictEqual(body.rows[0].seq, 0)
+        assert.strictEqual(body.rows[body.rows.length - 1].lastSeq, 39)
+        const run = body.rows.find((r: any) => r.seq === 5)
+        assert.strictEqual(run.type, "assistant/chunk")
+        assert.strictEqual(run.lastSeq, 17)
+        assert.include(run.text, "Let me look at the files.")
+        assert.deepStrictEqual(run.usage, { inputTokens: 300, outputTokens: 20 })
+        const call = body.rows.find((r: any) => r.seq === 19)
+        assert.strictEqual(call.type, "tool/call")
+        assert.strictEqual(call.pairedSeq, 20)
+        const later = yield* get(base, "/api/sessions/demo-session/events?offset=180&limit=40")
+        assert.strictEqual(later.body.rows[0].seq, 180)
+        assert.strictEqual(later.body.rows[later.body.rows.length - 1].lastSeq, demoEvents.length - 1)
+        assert.strictEqual((yield* get(base, "/api/sessions/demo-session/events?limit=100000")).status, 400)
+        assert.strictEqual((yield* get(base, "/api/sessions/demo-session/events?offset=-1")).status, 400)
+      }))
 
-  it.scoped("provenance both ways: what a summary is made of, and what replaced an event", () =>
-    Effect.gen(function*() {
-      const { base } = yield* setup
-      const summary = (yield* get(base, "/api/sessions/demo-session/provenance/133")).body
-      assert.deepStrictEqual(summary.provenance.replaced, { seq: 133, start: 2, end: 81, shadowedSeqs: [2, 18, 20, 35, 79, 57, 62, 74, 81] })
-      const sources = demoEvents[133].sourceEventSeqs ?? []
-      assert.deepStrictEqual(summary.provenance.sources, sources)
-      assert.deepStrictEqual(
-        summary.related.map((r: any) => r.seq),
-        [...new Set([2, 18, 20, 35, 57, 62, 74, 79, 81, ...sources])].sort((a, b) => a - b)
-      )
-      const shadowed = (yield* get(base, "/api/sessions/demo-session/provenance/2")).body
-      assert.deepStrictEqual(shadowed.provenance.shadowedBy.map((r: any) => r.seq), [133])
-      // a pruned tool result: shadowed by the prune, whose replacement shows what was pruned
-      const pruned = (yield* get(base, "/api/sessions/demo-session/provenance/37")).body
-      assert.deepStrictEqual(pruned.provenance.shadowedBy.map((r: any) => r.seq), [79])
-    }))
+    it.effect("time travel before and after a compaction: the request the core rebuilds at that seq", () =>
+      Effect.gen(function*() {
+        const { base } = yield* setup
+        for (const seq of [3, 131, 133, demoEvents.length - 1]) {
+          const { body, status } = yield* get(base, `/api/sessions/demo-session/at/${seq}`)
+          assert.strictEqual(status, 200)
+          const expected = requestAtLog(demoEvents, seq)
+          assert.ok(!("_tag" in expected))
+          assert.deepStrictEqual(body.at.request.messages, JSON.parse(JSON.stringify(expected.messages)))
+          assert.deepStrictEqual(body.at.request.header, JSON.parse(JSON.stringify(expected.header ?? null)))
+        }
+        const before = (yield* get(base, "/api/sessions/demo-session/at/131")).body.at
+        const after = (yield* get(base, "/api/sessions/demo-session/at/133")).body.at
+        assert.ok(before.surface.nodes.includes(2))
+        assert.notOk(after.surface.nodes.includes(2))
+        assert.strictEqual(after.surface.replacements.at(-1).seq, 133)
+        const lastHeader = demoEvents.filter((e) => e.type === "request/header" && e.seq <= 133).at(-1)!
+        assert.strictEqual(after.headerSeq, lastHeader.seq)
+        assert.strictEqual(after.headerReason, (lastHeader.data as any).reason)
+        assert.strictEqual((yield* get(base, `/api/sessions/demo-session/at/${demoEvents.length}`)).status, 404)
+      }))
 
-  it.scoped("nothing but the API is reachable; an unknown session is 404", () =>
-    Effect.gen(function*() {
-      const { base } = yield* setup
-      for (const path of ["/etc/passwd", "/../../etc/passwd", "/api/sessions/../../package.json", "/api/nothing", "/src/index.ts"]) {
-        assert.strictEqual((yield* get(base, path)).status, 404, path)
-      }
-      const missing = yield* get(base, "/api/sessions/no-such-session/events")
-      assert.strictEqual(missing.status, 404)
-      assert.strictEqual(missing.body.problem.tag, "SessionNotFound")
-    }))
+    it.effect("provenance both ways: what a summary is made of, and what replaced an event", () =>
+      Effect.gen(function*() {
+        const { base } = yield* setup
+        const summary = (yield* get(base, "/api/sessions/demo-session/provenance/133")).body
+        assert.deepStrictEqual(summary.provenance.replaced, { seq: 133, start: 2, end: 81, shadowedSeqs: [2, 18, 20, 35, 79, 57, 62, 74, 81] })
+        const sources = demoEvents[133].sourceEventSeqs ?? []
+        assert.deepStrictEqual(summary.provenance.sources, sources)
+        assert.deepStrictEqual(
+          summary.related.map((r: any) => r.seq),
+          [...new Set([2, 18, 20, 35, 57, 62, 74, 79, 81, ...sources])].sort((a, b) => a - b)
+        )
+        const shadowed = (yield* get(base, "/api/sessions/demo-session/provenance/2")).body
+        assert.deepStrictEqual(shadowed.provenance.shadowedBy.map((r: any) => r.seq), [133])
+        // a pruned tool result: shadowed by the prune, whose replacement shows what was pruned
+        const pruned = (yield* get(base, "/api/sessions/demo-session/provenance/37")).body
+        assert.deepStrictEqual(pruned.provenance.shadowedBy.map((r: any) => r.seq), [79])
+      }))
 
-  it.scoped("session text comes back as data, byte for byte", () =>
-    Effect.gen(function*() {
-      const { base } = yield* setup
-      const { body } = yield* get(base, "/api/sessions/hostile/events")
-      assert.deepStrictEqual(body.rows.map((r: any) => r.text), HOSTILE_TEXTS)
-    }))
+    it.effect("nothing but the API is reachable; an unknown session is 404", () =>
+      Effect.gen(function*() {
+        const { base } = yield* setup
+        for (const path of ["/etc/passwd", "/../../etc/passwd", "/api/sessions/../../package.json", "/api/nothing", "/src/index.ts"]) {
+          assert.strictEqual((yield* get(base, path)).status, 404, path)
+        }
+        const missing = yield* get(base, "/api/sessions/no-such-session/events")
+        assert.strictEqual(missing.status, 404)
+        assert.strictEqual(missing.body.problem.tag, "SessionNotFound")
+      }))
+
+    it.effect("session text comes back as data, byte for byte", () =>
+      Effect.gen(function*() {
+        const { base } = yield* setup
+        const { body } = yield* get(base, "/api/sessions/hostile/events")
+        assert.deepStrictEqual(body.rows.map((r: any) => r.text), HOSTILE_TEXTS)
+      }))
+  })
 }
 
 describe("view API", () => {
-  for (const backend of backends) describe(backend.name, () => apiSuite(backend))
+  for (const backend of backends) apiSuite(backend)
   describePg("postgres", () =>
     apiSuite({ name: "postgres", open: Effect.flatMap(freshUrl, (url) => Effect.map(makePostgresStore({ url }), (store) => ({ store }))) }))
 

@@ -9,6 +9,8 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { htmlEnd, htmlEvents, htmlStart, markdownEvents } from "../../src/programs/view/Export.js"
+import type { SessionHeader } from "../../src/schema/SessionHeader.js"
 import { buildBundle, removeBundle, runCli } from "../cli/helpers.js"
 import { DEMO_FILE, hostileSession } from "./helpers.js"
 
@@ -24,12 +26,6 @@ afterAll(() => {
   removeBundle(bundle)
   fs.rmSync(dir, { recursive: true, force: true })
 })
-
-const writeSession = (name: string, session: { header: object; events: ReadonlyArray<unknown> }) => {
-  const file = path.join(dir, name)
-  fs.writeFileSync(file, [session.header, ...session.events].map((l) => JSON.stringify(l)).join("\n") + "\n")
-  return file
-}
 
 describe("export --format markdown", () => {
   it("a transcript: messages, tool calls and results, compactions and prunings as notes", async () => {
@@ -48,23 +44,14 @@ describe("export --format markdown", () => {
     assert.isBelow(md.indexOf("(seq 2)"), md.indexOf("(seq 133)"))
   })
 
-  it("session text is quoted verbatim: a fence longer than any backtick run inside it", async () => {
+  it("session text is quoted verbatim: a fence longer than any backtick run inside it", () => {
     const text = "```\n# not a heading\n````\n<script>x()</script>"
-    const session = hostileSession("quoted")
-    const file = writeSession("quoted.jsonl", {
-      header: session.header,
-      events: [{ ...session.events[0], data: { ...(session.events[0].data as object), content: [{ type: "text", text }] } }]
-    })
-    const r = await runCli(bundle, ["export", "--format", "markdown", file], dir)
-    assert.strictEqual(r.code, 0, r.stderr)
-    assert.include(r.stdout, `\`\`\`\`\`\n${text}\n\`\`\`\`\`\n`)
+    const [event] = hostileSession("quoted").events
+    const md = markdownEvents([{ ...event, data: { ...(event.data as object), content: [{ type: "text", text }] } } as typeof event])
+    assert.include(md, `\`\`\`\`\`\n${text}\n\`\`\`\`\`\n`)
   })
 
-  it("--out writes the file; a whole store is refused (one session per readable export)", async () => {
-    const out = path.join(dir, "demo.md")
-    const r = await runCli(bundle, ["export", "--format", "markdown", DEMO_FILE, "--out", out], dir)
-    assert.strictEqual(r.code, 0, r.stderr)
-    assert.match(fs.readFileSync(out, "utf8"), /^# Session demo-session/)
+  it("a whole store is refused (one session per readable export), nothing written", async () => {
     const store = path.join(dir, "store")
     fs.mkdirSync(store)
     const whole = await runCli(bundle, ["export", "--format", "html", "--store", `jsonl:${store}`, "--out", path.join(dir, "x")], dir)
@@ -87,13 +74,15 @@ describe("export --format html", () => {
     assert.include(html, `<script type="application/json" id="session-log-summary">`)
   })
 
-  it("hostile text cannot close the data element it is in", async () => {
-    const file = writeSession("hostile.jsonl", hostileSession())
-    const out = path.join(dir, "hostile.html")
-    const r = await runCli(bundle, ["export", "--format", "html", file, "--out", out], dir)
-    assert.strictEqual(r.code, 0, r.stderr)
-    const html = fs.readFileSync(out, "utf8")
+  it("hostile text cannot close the data element it is in", () => {
+    const { header, events } = hostileSession()
+    const assets = { appJs: "void 0", appCss: "body{}" }
+    const html = htmlStart(header as unknown as SessionHeader, assets) + htmlEvents(events) +
+      htmlEnd(header as unknown as SessionHeader, { events: events.length, lastActivity: 0, tornTail: null }, assets)
     // the only </script> closers are the file's own: 1 data chunk, the summary and the app
     assert.strictEqual(html.match(/<\/script/gi)?.length, 3)
+    // and the data reads back as the events
+    const data = /class="session-log-events">(.*?)<\/script>/s.exec(html)![1]
+    assert.deepStrictEqual(JSON.parse(data), events)
   })
 })

@@ -519,6 +519,15 @@ const start = async () => {
       (inline === undefined ? undefined : state.sessions[0]?.id)
     const seq = hash.get("seq")
     if (first !== undefined) await openSession(first, seq === null ? undefined : Number(seq))
+    // a link or a typed URL naming another session or seq (#session=…&seq=…) travels there
+    window.addEventListener("hashchange", () => {
+      const next = new URLSearchParams(location.hash.slice(1))
+      const id = next.get("session")
+      const at = next.get("seq")
+      if (id === null) return
+      if (id !== state.session) void openSession(id, at === null ? undefined : Number(at))
+      else if (at !== null && Number(at) !== state.selected) void goTo(Number(at))
+    })
     poll()
     document.body.dataset.ready = "true"
   } catch (e) {
