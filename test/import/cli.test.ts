@@ -76,6 +76,27 @@ describe("session-log import --from", () => {
     assert.include(r.stdout, "3 tool calls, 3 results")
   })
 
+  it("control characters of a transcript never reach the terminal", async () => {
+    const store = path.join(dir, "hostile.db")
+    const file = path.join(dir, "hostile.jsonl")
+    const evil = "\u001b]0;owned\u0007\u001b[2J"
+    fs.writeFileSync(
+      file,
+      [
+        JSON.stringify({ parentUuid: null, sessionId: `s${evil}`, type: "user", uuid: "u1", message: { role: "user", content: "hi" } }),
+        JSON.stringify({ type: `t${evil}`, uuid: "x1", parentUuid: "u1" })
+      ].join("\n") + "\n"
+    )
+    const r = await cli("import", "--from", "claude-code", "--store", store, file)
+    assert.strictEqual(r.code, 0, r.stderr)
+    assert.notInclude(r.stdout, "\u001b")
+    assert.notInclude(r.stdout, "\u0007")
+    assert.include(r.stdout, "imported claude-code:s\ufffd]0;owned\ufffd\ufffd[2J")
+    // the id itself is stored as written
+    const listed = await cli("list", "--store", store, "--json")
+    assert.strictEqual(json(listed)[0].id, `claude-code:s${evil}`)
+  })
+
   it("codex: a date tree imports in one command", async () => {
     const store = path.join(dir, "codex.db")
     const r = await cli("import", "--from", "codex", "--store", store, "--json", codexTree)

@@ -13,6 +13,7 @@ import { importCodex } from "../import/Codex.js"
 import type { FileReport, TranscriptFormat } from "../import/TranscriptImport.js"
 import { SessionStore } from "../../services/SessionStore.js"
 import { failOn, type ReportedError, resolveSpec, runCommand } from "./CommandSupport.js"
+import { clipTo } from "./DisplayWidth.js"
 import { dim, green, printJson, red, yellow } from "./Output.js"
 import { openStore, UsageError } from "./Target.js"
 
@@ -31,16 +32,19 @@ export const replace = Options.boolean("force").pipe(
 
 const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? "" : "s"}`
 
+/** Text from a transcript (ids, record types) as a terminal shows it: control characters as U+FFFD. */
+const shown = (text: string) => clipTo(text, 4_096)
+
 /** The people's lines of one file's report. */
 const describe = (r: FileReport): string => {
   const lines: Array<string> = []
   const { read, mapped, kept, refused } = r.records
   const head = r.error !== undefined || r.sessions.some((s) => s.status === "refused") ? red("failed") : green("read")
-  lines.push(`${head} ${r.file}: ${plural(read, "record")}, ${mapped} mapped, ${kept} kept as source records, ${refused} refused`)
-  const reasons = Object.entries(r.keptReasons).map(([k, n]) => `${k} ${n}`).join(", ")
+  lines.push(`${head} ${shown(r.file)}: ${plural(read, "record")}, ${mapped} mapped, ${kept} kept as source records, ${refused} refused`)
+  const reasons = Object.entries(r.keptReasons).map(([k, n]) => `${shown(k)} ${n}`).join(", ")
   if (reasons.length > 0) lines.push(dim(`  kept aside: ${reasons}`))
   for (const f of r.refused) lines.push(yellow(`  refused line ${f.line}: ${f.reason}`))
-  if (r.error !== undefined) lines.push(red(`  ${r.error.message}`))
+  if (r.error !== undefined) lines.push(red(`  ${shown(r.error.message)}`))
   for (const s of r.sessions) {
     const what = `${plural(s.messages, "message")}, ${plural(s.toolCalls, "tool call")}, ${plural(s.toolResults, "result")}`
     const status = s.status === "imported"
@@ -50,8 +54,8 @@ const describe = (r: FileReport): string => {
       : s.status === "unchanged"
       ? dim("already imported")
       : red("refused")
-    lines.push(`  ${status} ${s.id} (${plural(s.events, "event")}: ${what})`)
-    if (s.error !== undefined) lines.push(red(`    ${s.error.message}`))
+    lines.push(`  ${status} ${shown(s.id)} (${plural(s.events, "event")}: ${what})`)
+    if (s.error !== undefined) lines.push(red(`    ${shown(s.error.message)}`))
   }
   return lines.join("\n")
 }
