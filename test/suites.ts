@@ -14,6 +14,7 @@ export const CAMPAIGNS: ReadonlyArray<string> = [
   "test/jsonl/writers.test.ts",
   "test/jsonl/publish.test.ts",
   "test/postgres/fleet.test.ts",
+  "test/follow/processes.test.ts",
   "test/import/many.test.ts"
 ]
 

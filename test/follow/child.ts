@@ -1,0 +1,68 @@
+/**
+ * A separate OS process of the follow tests (issue 31). Usage:
+ *   child.js write <kind> <location> <sessionId> <count> <seed>
+ *     appends `count` plugin events (count -1: until killed) after what the session holds, in
+ *     batches of 1–8 events, printing `ack <next seq>` after each acknowledged batch;
+ *   child.js follow <kind> <location> <sessionId> <fromSeq> <count>
+ *     prints each event `follow` delivers as one JSON line, and exits after `count` (-1: never).
+ */
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
+import type { Event } from "../../src/schema/Events.js"
+import { SessionStore } from "../../src/services/SessionStore.js"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as Layer from "effect/Layer"
+import { layer as layerJsonl } from "../../src/layers/jsonl/JsonlStore.js"
+import { layer as layerPostgres } from "../../src/layers/sql/postgres/PostgresStore.js"
+import { layer as layerSqlite } from "../../src/layers/sql/sqlite/SqliteStore.js"
+
+const [mode, kind, location, sessionId, a, b] = process.argv.slice(2)
+
+/** mulberry32 (as test/helpers/processes.ts; that module needs the test runner's paths). */
+const prng = (seed: number) => {
+  let s = seed >>> 0
+  return (n: number): number => {
+    s = (s + 0x6d2b79f5) >>> 0
+    let t = s
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return Math.floor((((t ^ (t >>> 14)) >>> 0) / 4294967296) * n)
+  }
+}
+
+/** The store of `kind` over `location` (as test/follow/stores.ts). */
+const storeLayer: Layer.Layer<SessionStore, unknown> = kind === "sqlite"
+  ? layerSqlite({ filename: location })
+  : kind === "postgres"
+  ? layerPostgres({ url: location })
+  : layerJsonl({ root: location, packChunks: kind !== "jsonl-plain", compress: kind === "jsonl-compressed" }).pipe(
+    Layer.provide(NodeContext.layer)
+  )
+
+const write = (count: number, seed: number) =>
+  Effect.gen(function*() {
+    const store = yield* SessionStore
+    const random = prng(seed)
+    let next = (yield* store.load(sessionId)).events.length
+    for (let written = 0; count < 0 || written < count;) {
+      const size = Math.min(1 + random(8), count < 0 ? 8 : count - written)
+      const batch = Array.from({ length: size }, (_, k) =>
+        ({ type: "test/plugin", seq: next + k, time: 1_000 + next + k, data: { pid: process.pid, n: next + k }, ignorable: true }) as unknown as Event)
+      yield* store.append(sessionId, batch, { expectedSeq: next })
+      next += size
+      written += size
+      yield* Console.log(`ack ${next}`)
+    }
+  })
+
+const follow = (fromSeq: number, count: number) =>
+  Effect.flatMap(SessionStore, (store) => {
+    const stream = store.follow(sessionId, { fromSeq })
+    return Stream.runForEach(count < 0 ? stream : Stream.take(stream, count), (e) => Effect.sync(() => void process.stdout.write(JSON.stringify(e) + "\n")))
+  })
+
+const program: Effect.Effect<void, unknown, SessionStore> = mode === "write" ? write(Number(a), Number(b)) : follow(Number(a), Number(b))
+
+NodeRuntime.runMain(program.pipe(Effect.provide(storeLayer)), { disableErrorReporting: false })
