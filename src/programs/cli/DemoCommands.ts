@@ -169,7 +169,9 @@ const renderDemo = (r: DemoReport): string =>
     messageTable(r.lastRequest.messages),
     "",
     `${green("done")}: ${r.events} events in ${r.store}. Next, try:`,
-    ...r.next.map((c) => `  npm run session-log -- ${c.args.join(" ")}\n    ${dim(c.shows)}`)
+    ...r.next.map((c) => `  npm run session-log -- ${c.args.join(" ")}\n    ${dim(c.shows)}`),
+    // last: the session in the web viewer (docs/viewer.md), one line
+    `  npm run session-log -- view --store ${r.store} --session ${r.sessionId}    ${dim("all of it in the web viewer: time travel, provenance")}`
   ].join("\n")
 
 /** `demo`. */
