@@ -138,6 +138,6 @@ describe("import --from claude-code: the property", () => {
           const results = (yield* messagesOf(id)).filter((m: any) => m.source.kind === "tool")
           assert.strictEqual(results.length, expected.filter((e) => e.startsWith("C:")).length)
         }).pipe(Effect.provide(MemoryStore.layer()), Effect.provide(NodeContext.layer)),
-    { fastCheck: { numRuns: 40 } }
+    { fastCheck: { numRuns: 30 } }
   )
 })

@@ -353,4 +353,4 @@ export const importCommand = Command.make("import", { json, store, files, from, 
       return counts
     }),
     (r) => o.json ? printJson(r) : Console.log(`${green("imported")} ${r.sessions} session(s), ${r.events} events`)
-  )).pipe(Command.withDescription("read JSONL files into a store (all or nothing)"))
+  )).pipe(Command.withDescription("read JSONL files into a store (all or nothing); with --from, Claude Code or Codex transcripts"))
