@@ -102,8 +102,9 @@ const layout = () => {
       h(
         "aside",
         { id: "detail-pane", "aria-label": "At the selected seq" },
-        h("section", { id: "travel" }, h("p", { class: "hint" }, "Choose an event or a seq to see what the model saw.")),
-        h("section", { id: "provenance" })
+        // provenance first: short, and what a click on a replacing or shadowed event is about
+        h("section", { id: "provenance" }),
+        h("section", { id: "travel" }, h("p", { class: "hint" }, "Choose an event or a seq to see what the model saw."))
       )
     )
   )
