@@ -4,4 +4,4 @@
 import { followContract } from "./contract.js"
 import { freshStore } from "./stores.js"
 
-followContract("jsonl-compressed", () => freshStore("jsonl-compressed"))
+followContract("jsonl-compressed", () => freshStore("jsonl-compressed"), { numRuns: 4 })

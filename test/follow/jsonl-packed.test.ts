@@ -4,4 +4,4 @@
 import { followContract } from "./contract.js"
 import { freshStore } from "./stores.js"
 
-followContract("jsonl-packed", () => freshStore("jsonl-packed"))
+followContract("jsonl-packed", () => freshStore("jsonl-packed"), { numRuns: 4 })

@@ -4,4 +4,4 @@
 import { followContract } from "./contract.js"
 import { freshStore } from "./stores.js"
 
-followContract("jsonl-plain", () => freshStore("jsonl-plain"))
+followContract("jsonl-plain", () => freshStore("jsonl-plain"), { numRuns: 4 })

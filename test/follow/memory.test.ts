@@ -4,4 +4,4 @@
 import { layer } from "../../src/layers/memory/MemoryStore.js"
 import { followContract } from "./contract.js"
 
-followContract("memory", () => layer())
+followContract("memory", () => layer(), { numRuns: 30 })

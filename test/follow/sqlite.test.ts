@@ -4,4 +4,4 @@
 import { followContract } from "./contract.js"
 import { freshStore } from "./stores.js"
 
-followContract("sqlite", () => freshStore("sqlite"))
+followContract("sqlite", () => freshStore("sqlite"), { numRuns: 4 })
