@@ -10,6 +10,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as JsonlStore from "../../src/layers/jsonl/JsonlStore.js"
+import * as SessionLive from "../../src/layers/session/SessionLive.js"
 import { importClaudeCode } from "../../src/programs/import/ClaudeCode.js"
 import type { Event } from "../../src/schema/Events.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
@@ -101,5 +102,40 @@ describe("import --from claude-code: safety", () => {
       // the JSONL store kept both replaced logs beside the session file (<file>.v1.bak, <file>.v1.1.bak)
       const names = yield* fs.readDirectory(root)
       assert.strictEqual(names.filter((n) => n.endsWith(".bak")).length, 2, names.join(", "))
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("a session a person continued after its import is never replaced, not even with --force", () =>
+    Effect.gen(function*() {
+      const { fs, input, path, root } = yield* setUp
+      const sessionId = "2b1f0c9e-0000-4000-8000-000000000002"
+      const id = `claude-code:${sessionId}`
+      const file = path.join(input, `${sessionId}.jsonl`)
+      yield* fs.writeFileString(
+        file,
+        [
+          record(sessionId, { type: "user", uuid: "u1", message: { role: "user", content: "hello" } }),
+          record(sessionId, { parentUuid: "u1", type: "assistant", uuid: "a1", message: { id: "m1", role: "assistant", model: "claude-x", content: [{ type: "text", text: "hi" }] } })
+        ].join("\n") + "\n"
+      )
+      yield* withJsonl(root, Effect.gen(function*() {
+        yield* importClaudeCode(file)
+        // resumed by the library, and a prompt appended
+        yield* Effect.scoped(Effect.gen(function*() {
+          const session = yield* SessionLive.open(id)
+          yield* session.append("user/message", { id: "later", role: "user", content: [{ type: "text", text: "and now?" }], source: { kind: "user" } }, {
+            surfaceOp: "append"
+          })
+          yield* session.close
+        }))
+        const continued = yield* eventsOf(id)
+        assert.strictEqual(continued.at(-1)?.type, "user/message")
+        assert.strictEqual(yield* verified(id), "ok")
+        const [again] = yield* importClaudeCode(file)
+        assert.strictEqual(again.sessions[0].status, "unchanged")
+        const [forced] = yield* importClaudeCode(file, { force: true })
+        assert.strictEqual(forced.sessions[0].status, "refused")
+        assert.strictEqual(forced.sessions[0].error?._tag, "SessionExists")
+        assert.deepStrictEqual(yield* eventsOf(id), continued)
+      }))
     }).pipe(Effect.provide(NodeContext.layer)))
 })

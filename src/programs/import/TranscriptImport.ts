@@ -661,13 +661,14 @@ const BATCH_EVENTS = 4_096
 
 /**
  * What the store holds under an id this import would write: a session written otherwise
- * (`foreign`), one an import finished (`complete`: `import/origin` first, `import/end` last), or
- * one an import began and did not finish (`incomplete`: interrupted, or a write that failed).
+ * (`foreign`), one an import finished (`complete`: `import/origin` first, `import/end` last), one
+ * an import finished and something appended to since (`continued`: a person resumed it), or one
+ * an import began and did not finish (`incomplete`: interrupted, or a write that failed).
  *
  * @since 0.2.0
  * @category models
  */
-export type ImportState = "foreign" | "complete" | "incomplete"
+export type ImportState = "foreign" | "complete" | "continued" | "incomplete"
 
 /**
  * The `ImportState` of the stored session `id`, by a streamed read (memory bounded by a chunk).
@@ -679,21 +680,24 @@ export const importState = (store: SessionStoreShape, id: string) =>
   Effect.suspend(() => {
     let first: unknown
     let last: unknown
-    let seen = false
+    let ended = false
     return store.loadEach(id, {
       onEvents: (events) =>
         Effect.sync(() => {
-          if (events.length === 0) return
-          if (!seen) first = events[0]
-          seen = true
-          last = events[events.length - 1]
+          for (const e of events) {
+            if (first === undefined) first = e
+            if (isObject(e) && e.type === IMPORT_END) ended = true
+            last = e
+          }
         })
     }).pipe(Effect.map((): ImportState =>
       !isObject(first) || first.type !== IMPORT_ORIGIN
         ? "foreign"
+        : !ended
+        ? "incomplete"
         : isObject(last) && last.type === IMPORT_END
         ? "complete"
-        : "incomplete"
+        : "continued"
     ))
   })
 
@@ -866,7 +870,8 @@ export class SessionWriter {
 
 /**
  * Open a writer for `header`: a new session, a replacement of one an import created (`force`)
- * or began and did not finish, `unchanged` when an import created it before, refused (`SessionExists`, J14) when anything else
+ * or began and did not finish, `unchanged` when an import created it before (and when a person
+ * continued it since, unless `force`, which refuses it then), refused (`SessionExists`, J14) when anything else
  * wrote it: this import never touches what it did not create.
  *
  * @since 0.2.0
@@ -881,11 +886,17 @@ export const openWriter = (header: SessionHeader, existing: Set<string>, force: 
     }
     const state = yield* Effect.either(importState(store, header.id))
     if (state._tag === "Left") return new SessionWriter(store, header, "refused", state.left as SessionLogError)
-    if (state.right === "foreign") {
+    // J14: never replace what this import did not write (another writer's session, or events a
+    // person appended to an imported one: those stay, even with --force)
+    if (state.right === "foreign" || (state.right === "continued" && force)) {
       return new SessionWriter(store, header, "refused", new SessionExists({ rule: "J14", sessionId: header.id }))
     }
     // an import that did not finish is replaced, never taken for a complete one
-    return new SessionWriter(store, header, force || state.right === "incomplete" ? "replace" : "unchanged")
+    return new SessionWriter(
+      store,
+      header,
+      state.right === "incomplete" || (state.right === "complete" && force) ? "replace" : "unchanged"
+    )
   })
 
 /**
