@@ -5,7 +5,7 @@
  * `Persistence.layerKeyValueStore` with the platform's file-system key-value store (its file
  * persistence: the whole history rewritten as one JSON file after every call) and through
  * `ChatPersistence.layer` over the JSONL and SQLite stores (real files in a temporary directory).
- * Per turn, averaged over the 10 turns ending at turn 50 and at turn 500: bytes the process wrote
+ * Per turn, averaged over the 50 turns ending at turns 50, 250 and 500: bytes the process wrote
  * (`wchar` of /proc/self/io: every write call, whatever the file) and wall time of the call. The
  * raw baseline of the same run: the turn's two messages as one JSON line appended to a file with
  * `fs.writeSync` and `fsync`.
@@ -28,8 +28,9 @@ import { layer as layerSqliteStore } from "../src/layers/sql/sqlite/SqliteStore.
 import { fmt } from "./stats.js"
 
 const TURNS = Number(process.env.BENCH_TURNS ?? 500)
-const MARKS = [50, TURNS].filter((t, i, all) => t <= TURNS && all.indexOf(t) === i)
-const WINDOW = 10
+const MARKS = [50, 250, TURNS].filter((t, i, all) => t <= TURNS && all.indexOf(t) === i)
+/** Turns averaged per mark: SQLite checkpoints its WAL about every 100 turns, so a short window may miss or catch one. */
+const WINDOW = Number(process.env.BENCH_WINDOW ?? 50)
 
 const words = ["session", "log", "event", "surface", "turn", "model", "chunk", "replace", "header", "store", "durable"]
 const sentence = (seed: number, length: number): string => {
@@ -153,18 +154,20 @@ const program = Effect.gen(function*() {
     `effect-session-log chat bench: ${TURNS} turns of streamText, node ${process.version}, ${os.cpus().length} cores`,
     `per turn, mean of the ${WINDOW} turns ending at the turn named; bytes = what the process wrote (wchar)`,
     "",
-    ["persistence".padEnd(36), ...MARKS.flatMap((m) => [`B/turn @${m}`.padStart(14), `ms/turn @${m}`.padStart(13)]), "bytes growth".padStart(13)].join("")
+    ["persistence".padEnd(36), ...MARKS.flatMap((m) => [`B/turn @${m}`.padStart(14), `ms/turn @${m}`.padStart(13)]), "bytes growth".padStart(13), "bytes in all".padStart(14)].join("")
   ]
   for (const [name, samples] of runs) {
     const at = MARKS.map((m) => summarize(samples, m))
     const growth = at.length > 1 ? at[at.length - 1].bytes / at[0].bytes : 1
+    const total = samples.reduce((a, s) => a + s.bytes, 0)
     lines.push([
       name.padEnd(36),
       ...at.flatMap((s) => [fmt(s.bytes).padStart(14), fmt(s.ms, 2).padStart(13)]),
-      `${fmt(growth, 2)}x`.padStart(13)
+      `${fmt(growth, 2)}x`.padStart(13),
+      fmt(total).padStart(14)
     ].join(""))
   }
-  lines.push("", "bytes growth = bytes per turn at the last mark / at the first (flat is 1.00x)")
+  lines.push("", "bytes growth = bytes per turn at the last mark / at the first (flat is 1.00x); bytes in all = the whole run")
   yield* Effect.sync(() => console.log(lines.join("\n")))
 })
 
