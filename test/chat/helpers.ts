@@ -118,6 +118,15 @@ export const conversation: ReadonlyArray<ChatCall> = [
       { type: "hang", reached }
     ]
   },
+  // a stream that fails after a finished block: @effect/ai keeps the prompt and that block
+  {
+    kind: "stream",
+    prompt: "Stream, then fail.",
+    script: [
+      { type: "text", text: "A finished block." },
+      { type: "fail", error: new AiError.UnknownError({ module: "Test", method: "streamText", description: "cut" }) }
+    ]
+  },
   // an edit that drops the second exchange: shadowed by a recorded replace, the rest written again
   { kind: "edit", edit: (h) => Prompt.fromMessages([...h.content.slice(0, 3), ...h.content.slice(5)]) },
   { kind: "text", prompt: "Go on.", script: [{ type: "text", text: "The end." }, finish()] }
