@@ -2,7 +2,7 @@
  * The Session constructors (SPEC §2, §3.2, §7.2, §11.1) over any `SessionStore`: `create`,
  * `fromSeed`, `open` (resume with crash repair) and `fork`, and their layers. Each builds and
  * validates the log, then hands it to the handle (`Handle`: the append pipeline, lock,
- * folds, feed and write-behind).
+ * folds, feed and write-behind). `follow` watches a session another process writes.
  *
  * @since 0.1.0
  */
@@ -10,6 +10,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import { SessionExists, SessionHeaderInvalid, type StoreFailure } from "../../schema/Errors.js"
 import type { Event } from "../../schema/Events.js"
 import { DEFAULT_MAX_EVENT_BYTES, SESSION_FORMAT_VERSION } from "../../schema/Format.js"
@@ -19,9 +20,9 @@ import { type ForkPoint, type PlanError, planFork, reject } from "../../services
 import { nextId } from "../../services/IdGenerator.js"
 import { prepareValidated } from "../../services/PrepareEvent.js"
 import { repairLoaded } from "../../services/Resume.js"
-import { instantiateValidators, type SeedError, validateSeed, withEndSeed } from "../../services/Seed.js"
+import { checkSeedRecord, instantiateValidators, type SeedError, validateSeed, withEndSeed, wrapL9 } from "../../services/Seed.js"
 import { type AppendError, Session, type SessionShape, type ValidatorFactory } from "../../services/Session.js"
-import { type ReadError, SessionStore } from "../../services/SessionStore.js"
+import { type FollowError, type FollowOptions, type ReadError, SessionStore } from "../../services/SessionStore.js"
 import * as SurfaceManager from "../../services/SurfaceManager.js"
 import { makeHandle, type PersistenceOptions } from "./Handle.js"
 
@@ -326,3 +327,36 @@ export {
    */
   type InspectResult
 } from "../../services/Resume.js"
+
+/**
+ * Follow a session this process does not write (docs/follow.md): its committed events from
+ * `fromSeq` (default 0), then each one any process commits, as `SessionStore.follow` delivers
+ * them, each through the per-record checks of the seed pipeline (a stored event that fails them
+ * fails the stream with L9 `StoreCorrupt`). The handle's own commits are `Session.changes`.
+ *
+ * @example
+ * ```ts
+ * import * as Effect from "effect/Effect"
+ * import * as Stream from "effect/Stream"
+ * import { SessionLive } from "effect-session-log"
+ *
+ * const printTurns = SessionLive.follow("my-session").pipe(
+ *   Stream.filter((event) => event.type === "turn/end"),
+ *   Stream.runForEach((event) => Effect.log(event.data))
+ * )
+ * ```
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const follow = (id: string, options?: FollowOptions): Stream.Stream<Event, FollowError, SessionStore> =>
+  Stream.unwrap(Effect.map(SessionStore, (store) => {
+    const fromSeq = options?.fromSeq ?? 0
+    return store.follow(id, options).pipe(
+      Stream.zipWithIndex,
+      Stream.mapEffect(([raw, index]) => {
+        const checked = checkSeedRecord(raw, fromSeq + index, true)
+        return "_tag" in checked ? Effect.fail(wrapL9(id)(checked)) : Effect.succeed(checked)
+      })
+    )
+  }))
