@@ -5,6 +5,7 @@
  *
  * @since 0.2.0
  */
+import * as Data from "effect/Data"
 import type { Event } from "../../../schema/Events.js"
 import { foldSurface } from "../../../services/SurfaceManager.js"
 import type { LoadProblem, SessionSummary, TimelinePage, TornTailNote } from "../ViewData.js"
@@ -35,10 +36,7 @@ export interface Source {
  * @since 0.2.0
  * @category models
  */
-export class ApiRefused {
-  readonly _tag = "ApiRefused"
-  constructor(readonly status: number, readonly detail: string) {}
-}
+export class ApiRefused extends Data.TaggedError("ApiRefused")<{ readonly status: number; readonly detail: string }> {}
 
 /**
  * The viewer's JSON API, with `token` sent on every request.
@@ -51,7 +49,7 @@ export const httpSource = (token: string): Source => {
     const res = await fetch(path, { headers: { "x-session-log-token": token } })
     const body = await res.json()
     if (res.status === 401 || res.status === 400 || res.status >= 500) {
-      throw new ApiRefused(res.status, String(body.detail ?? body.error))
+      throw new ApiRefused({ status: res.status, detail: String(body.detail ?? body.error) })
     }
     return body
   }

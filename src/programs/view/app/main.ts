@@ -1,11 +1,13 @@
-/// <reference lib="dom" />
 /**
  * The viewer's web app (docs/viewer.md), bundled by esbuild into the CLI (scripts/build-view.mjs):
  * the sessions as a fork tree, a session's paged timeline, time travel at any seq (surface,
  * derived messages, the exact request and what changed in its header) and provenance both ways.
  * Session text only ever reaches the page through `textContent` (never as HTML), with control
  * and bidirectional-override characters shown as visible escapes.
+ *
+ * @since 0.2.0
  */
+/// <reference lib="dom" />
 import type { Event } from "../../../schema/Events.js"
 import type { Message } from "../../../schema/Messages.js"
 import type { SessionSummary, TimelinePage } from "../ViewData.js"
