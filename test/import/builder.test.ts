@@ -4,7 +4,7 @@
  * batch is written is not vacuous), with the rule id of SPEC §3.4.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { LogBuilder, LogCursor } from "../../src/programs/import/TranscriptImport.js"
+import { keepRest, LogBuilder, LogCursor } from "../../src/programs/import/TranscriptImport.js"
 import type { Event } from "../../src/schema/Events.js"
 
 const text = (t: string) => [{ type: "text", text: t }]
@@ -61,5 +61,18 @@ describe("TranscriptImport: LogBuilder and LogCursor", () => {
     assert.strictEqual(f4.push([ok, second, replace]).length, 2)
     assert.strictEqual(f4.error?._tag, "ReplaceRangeInvalid")
     assert.strictEqual((f4.error as any).rule, "F4")
+  })
+
+  it("keepRest keeps a source block's other keys beside the mapped block", () => {
+    const source = { type: "text", text: "see [1]", citations: [{ url: "https://example.org" }] }
+    assert.deepStrictEqual(keepRest({ type: "text", text: "see [1]" }, source, ["type", "text"], "claudeCode"), {
+      type: "text",
+      text: "see [1]",
+      claudeCode: { citations: [{ url: "https://example.org" }] }
+    })
+    assert.deepStrictEqual(keepRest({ type: "text", text: "x" }, { type: "text", text: "x" }, ["type", "text"], "claudeCode"), {
+      type: "text",
+      text: "x"
+    })
   })
 })

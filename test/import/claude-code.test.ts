@@ -40,6 +40,10 @@ describe("import --from claude-code", () => {
       )
       assert.strictEqual(yield* verified(MAIN), "ok")
       assert.strictEqual(yield* verified(SIDECHAIN), "ok")
+      // nothing lost: one import/source per record read, in the session that mapped it or the main one
+      const sources = [...yield* eventsOf(MAIN), ...yield* eventsOf(SIDECHAIN)].filter((e) => e.type === "import/source")
+      assert.strictEqual(sources.length, report.records.read)
+      assert.deepStrictEqual(sources.map((e) => data(e).line).sort((a, b) => a - b), Array.from({ length: 28 }, (_, i) => i + 1))
     })))
 
   it.scoped("kept-aside records are named by reason, data unchanged", () =>

@@ -46,6 +46,9 @@ describe("import --from codex", () => {
         [[ID, "imported", 2, 2]]
       )
       assert.strictEqual(yield* verified(ID), "ok")
+      // nothing lost: one import/source per record read
+      const sources = (yield* eventsOf(ID)).filter((e) => e.type === "import/source")
+      assert.deepStrictEqual(sources.map((e) => data(e).line), Array.from({ length: 23 }, (_, i) => i + 1))
     })))
 
   it.scoped("session_meta is the header, turn_context a request header, messages and tools map", () =>

@@ -23,6 +23,7 @@ import {
   type ImportOptions,
   isObject,
   jsonText,
+  keepRest,
   LogBuilder,
   nonEmpty,
   omit,
@@ -58,19 +59,30 @@ const mapBlock = (b: unknown): ContentBlock => {
   if (!isObject(b) || typeof b.type !== "string") return { type: "unknown", value: b }
   switch (b.type) {
     case "text":
-      return typeof b.text === "string" ? textBlock(b.text) : (b as ContentBlock)
+      return typeof b.text === "string" ? keepRest(textBlock(b.text), b, ["type", "text"], "claudeCode") : (b as ContentBlock)
     case "thinking":
-      return {
-        type: "reasoning",
-        text: typeof b.thinking === "string" ? b.thinking : "",
-        ...(b.signature === undefined ? {} : { signature: b.signature })
-      }
+      return keepRest(
+        {
+          type: "reasoning",
+          text: typeof b.thinking === "string" ? b.thinking : "",
+          // the signature a later request must send back with the thinking
+          ...(b.signature === undefined ? {} : { signature: b.signature })
+        },
+        b,
+        ["type", "thinking", "signature"],
+        "claudeCode"
+      )
     case "redacted_thinking":
-      return { type: "reasoning", text: "", redacted: b.data ?? null }
+      return keepRest({ type: "reasoning", text: "", redacted: b.data ?? null }, b, ["type", "data"], "claudeCode")
     case "tool_use":
-      return { type: "tool-call", id: String(b.id), name: String(b.name), arguments: jsonText(b.input ?? {}) }
+      return keepRest(
+        { type: "tool-call", id: String(b.id), name: String(b.name), arguments: jsonText(b.input ?? {}) },
+        b,
+        ["type", "id", "name", "input"],
+        "claudeCode"
+      )
     case "image":
-      return { type: "image", attachment: { source: b.source ?? null } }
+      return keepRest({ type: "image", attachment: { source: b.source ?? null } }, b, ["type", "source"], "claudeCode")
     default:
       return b as ContentBlock
   }
@@ -220,7 +232,7 @@ const flushAssistant = (t: Target) => {
   )
 }
 
-/** Map one record on a chosen branch; false when it is kept aside instead (with the reason). */
+/** Map one record on a chosen branch; the reason when it is kept aside instead. */
 const mapRecord = (t: Target, rec: Rec, line: number, uuid: string): string | undefined => {
   const b = t.builder
   const time = timeOf(rec.timestamp)
@@ -274,9 +286,12 @@ const mapRecord = (t: Target, rec: Rec, line: number, uuid: string): string | un
       const all = Array.isArray(content) ? content : undefined
       const results = all === undefined ? [] : all.filter(isToolResult)
       if (results.length > 0) {
+        const answering = new Set<string>()
         for (const r of results) {
-          const can = b.canAnswer(String(r.tool_use_id))
+          const callId = String(r.tool_use_id)
+          const can = answering.has(callId) ? "duplicate-result" : b.canAnswer(callId)
           if (can !== true) return can
+          answering.add(callId)
         }
         envelope()
         for (const r of results) {

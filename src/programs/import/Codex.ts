@@ -24,6 +24,7 @@ import {
   type ImportOptions,
   isObject,
   jsonText,
+  keepRest,
   LogBuilder,
   nonEmpty,
   omit,
@@ -61,9 +62,10 @@ const mapItem = (c: unknown): ContentBlock => {
     case "input_text":
     case "output_text":
     case "text":
-      return { type: "text", text: typeof c.text === "string" ? c.text : "" }
+      // annotations and logprobs stay beside the text
+      return keepRest({ type: "text", text: typeof c.text === "string" ? c.text : "" }, c, ["type", "text"], "codex")
     case "input_image":
-      return { type: "image", attachment: { imageUrl: c.image_url ?? null } }
+      return keepRest({ type: "image", attachment: { imageUrl: c.image_url ?? null } }, c, ["type", "image_url"], "codex")
     default:
       return c as ContentBlock
   }
@@ -161,7 +163,10 @@ export const importCodexFile = (
         b.at(time).ignorable(IMPORT_SOURCE, {
           line,
           mapped: true,
-          record: payload === undefined ? rec : { ...omit(rec, ["payload"]), payload: omit(payload, MAPPED_KEYS) }
+          // a structured tool output keeps its other fields (`success`, ...) here
+          record: payload === undefined
+            ? rec
+            : { ...omit(rec, ["payload"]), payload: omit(payload, MAPPED_KEYS.filter((k) => k !== "output" || typeof payload.output === "string")) }
         })
       const idOf = () => nonEmpty(payload?.id) ?? `${base}:${line}`
       switch (rec.type) {

@@ -287,6 +287,23 @@ export const omit = (record: Readonly<Record<string, unknown>>, keys: ReadonlyAr
 }
 
 /**
+ * A mapped block with the source block's other keys kept under `key` (lossless: a text block's
+ * citations or annotations, a tool call's extra fields), or the block alone when there are none.
+ *
+ * @since 0.2.0
+ * @category utils
+ */
+export const keepRest = (
+  block: Readonly<Record<string, unknown>>,
+  source: Readonly<Record<string, unknown>>,
+  mapped: ReadonlyArray<string>,
+  key: string
+): ContentBlock => {
+  const rest = omit(source, mapped)
+  return (Object.keys(rest).length === 0 ? block : { ...block, [key]: rest }) as ContentBlock
+}
+
+/**
  * A value as raw JSON text (tool arguments are stored as the string the model produced).
  *
  * @since 0.2.0
