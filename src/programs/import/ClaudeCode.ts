@@ -295,7 +295,15 @@ const mapRecord = (t: Target, rec: Rec, line: number, uuid: string): string | un
         }
         envelope()
         for (const r of results) {
-          b.toolResult(`${uuid}/${String(r.tool_use_id)}`, String(r.tool_use_id), blocksOf(r.content ?? ""), r.is_error === true)
+          // the result block's keys the mapping does not use go to the result's meta (hidden from the model)
+          const rest = omit(r, ["type", "tool_use_id", "content", "is_error"])
+          b.toolResult(
+            `${uuid}/${String(r.tool_use_id)}`,
+            String(r.tool_use_id),
+            blocksOf(r.content ?? ""),
+            r.is_error === true,
+            Object.keys(rest).length === 0 ? undefined : { claudeCode: rest }
+          )
         }
         const others = (all ?? []).filter((x) => !isToolResult(x))
         if (others.length > 0) b.userInTurn(uuid, others.map(mapBlock))
