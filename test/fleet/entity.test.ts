@@ -11,7 +11,6 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
-import * as Schedule from "effect/Schedule"
 import { layerRunner } from "../../src/layers/fleet/FleetRunner.js"
 import { behaviour, keylessFleetModel } from "../../src/programs/cli/FleetMain.js"
 import * as Fleet from "../../src/programs/fleet/Fleet.js"
@@ -53,8 +52,8 @@ describePg("Fleet: the AgentSession entity in one process", () => {
 
       // a slow turn, cancelled while it runs: status says busy, load answers meanwhile
       const slow = yield* Effect.fork(s.prompt(new Fleet.PromptRequest({ promptId: "p2", text: "sleep 60000 long" })))
-      yield* s.status().pipe(Effect.repeat({ schedule: Schedule.spaced("20 millis"), until: (st) => st.busy }))
-      const transcript = yield* s.load()
+      const transcript = yield* s.load().pipe(Effect.tap(() => Effect.sleep("20 millis")), Effect.repeat({ until: (t) => t.length === 3 }))
+      assert.isTrue((yield* s.status()).busy)
       assert.deepStrictEqual(transcript.map((e) => [e.type, e.text]), [
         ["user/message", "hello"],
         ["assistant/message", "You said: hello"],

@@ -5,7 +5,11 @@
  * stopped and resumed; and `fleet prompt` clients.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import * as net from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { bundleScript, childEnv } from "../helpers/processes.js"
 import { sharedServer, withClient } from "../helpers/postgres.js"
 import { BIN } from "../cli/helpers.js"
 
@@ -120,4 +124,29 @@ export const cli = (bundle: string, args: ReadonlyArray<string>): Promise<{ code
 export const eventsOf = async (bundle: string, url: string, session: string): Promise<Array<{ seq: number; type: string; data: any }>> => {
   const r = await cli(bundle, ["show", "--json", "--store", url, "--session", session])
   return r.code === 0 ? JSON.parse(r.stdout) : []
+}
+
+/** One client process's plan: each session's prompts, sent in order. */
+export type Plan = ReadonlyArray<{ readonly session: string; readonly prompts: ReadonlyArray<{ readonly promptId: string; readonly text: string }> }>
+
+let clientScript: string | undefined
+
+/** Run a client process (test/fleet/client.ts, bundled once) over `plan`; its answers by prompt id. */
+export const runClient = async (url: string, plan: Plan): Promise<Map<string, Array<any>>> => {
+  const dir = mkdtempSync(join(tmpdir(), "fleet-client-"))
+  clientScript ??= bundleScript("test/fleet/client.ts", join(mkdtempSync(join(tmpdir(), "fleet-client-bundle-")), "client.cjs"))
+  const planFile = join(dir, "plan.json")
+  writeFileSync(planFile, JSON.stringify(plan))
+  const stdout = await new Promise<string>((resolve, reject) =>
+    execFile(process.execPath, [clientScript!, url, planFile], { encoding: "utf8", env: childEnv(), maxBuffer: 1 << 26 }, (error, out, err) =>
+      error === null ? resolve(out) : reject(new Error(`client failed: ${err}`)))
+  )
+  rmSync(dir, { recursive: true, force: true })
+  const answers = new Map<string, Array<any>>()
+  for (const line of stdout.split("\n").filter((l) => l !== "")) {
+    const parsed = JSON.parse(line)
+    const key = `${parsed.session}/${parsed.promptId}`
+    answers.set(key, [...(answers.get(key) ?? []), parsed.answer ?? parsed])
+  }
+  return answers
 }

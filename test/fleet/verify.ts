@@ -1,7 +1,7 @@
 /**
- * A session's stored log, read back through a store of its own (read-only): it validates as a
- * seed (Verify.verifyStored), and its turns are, in order, the expected prompts (the user
- * message ids) with their turn/end reasons, one turn after the other.
+ * A session's stored log, read back through a store of its own (read-only): it validates
+ * (`Verify.verifySession`), no turn starts inside another, and its turns are returned in order as
+ * [user message id, turn/end reason].
  */
 import { assert } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -9,7 +9,7 @@ import * as PostgresStore from "../../src/layers/sql/postgres/PostgresStore.js"
 import * as Verify from "../../src/programs/Verify.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
 
-export const verifyStored = (url: string, id: string, expected: ReadonlyArray<readonly [string, string]>) =>
+export const storedTurns = (url: string, id: string) =>
   Effect.gen(function*() {
     const store = yield* SessionStore
     const loaded = yield* store.load(id)
@@ -28,7 +28,15 @@ export const verifyStored = (url: string, id: string, expected: ReadonlyArray<re
         turns.push([current, data.reason.kind])
       }
     }
-    assert.deepStrictEqual(turns, expected.map(([a, b]) => [a, b]))
     const report = yield* Verify.verifySession(id)
-    assert.isTrue(report.ok, JSON.stringify(report))
+    assert.isTrue(report.ok, `${id}: ${JSON.stringify(report)}`)
+    return turns
   }).pipe(Effect.scoped, Effect.provide(PostgresStore.layer({ url, readOnly: true })), Effect.orDie)
+
+/** `storedTurns`, expected to be exactly `expected`. */
+export const verifyStored = (url: string, id: string, expected: ReadonlyArray<readonly [string, string]>) =>
+  Effect.map(storedTurns(url, id), (turns) => assert.deepStrictEqual(turns, expected.map(([a, b]) => [a, b])))
+
+/** The prompt ids of the completed turns, in order (`<promptId>#<n>` counted as `<promptId>`). */
+export const completedPrompts = (url: string, id: string) =>
+  Effect.map(storedTurns(url, id), (turns) => turns.filter(([, end]) => end === "completed").map(([p]) => p.replace(/#\d+$/, "")))

@@ -26,6 +26,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as Schedule from "effect/Schedule"
 import { StoreFailure } from "../../schema/Errors.js"
 
 /**
@@ -57,8 +58,10 @@ export interface FleetRunnerOptions {
   /** Shards (default 300); every runner and client of a fleet must agree. */
   readonly shards?: number
   /**
-   * How long a runner's shard locks outlive its last refresh (default 10,000 ms): a runner that
-   * stops answering loses its shards after this, and they move to the live runners.
+   * How long a runner's shard locks outlive its last refresh (default 10,000 ms), and a third of
+   * it is the health check's ping timeout: a runner that stops answering four pings (half a
+   * second apart) is reported unhealthy, its shards move to the live runners, which take each
+   * shard once its lock expired.
    */
   readonly lockExpirationMs?: number
   /** How often a runner refreshes its locks and re-reads the runners (default 1,000 ms). */
@@ -119,6 +122,26 @@ const storage = (options: FleetRunnerOptions) => {
   )
 }
 
+/**
+ * Runner health by ping, with a timeout scaled to the lock expiration (a third of it; the
+ * cluster's own `layerPing` waits 10 s per ping, so a paused runner, whose socket still accepts
+ * connections, would keep its sessions for a minute): four pings, half a second apart, must all
+ * fail before a runner is reported unhealthy and its shards move.
+ */
+const layerHealth = (options: FleetRunnerOptions) =>
+  Layer.effect(
+    RunnerHealth.RunnerHealth,
+    Effect.map(Runners.Runners, (runners) =>
+      RunnerHealth.RunnerHealth.of({
+        isAlive: (address) =>
+          runners.ping(address).pipe(
+            Effect.timeout(Math.max(500, Math.floor((options.lockExpirationMs ?? 10_000) / 3))),
+            Effect.retry({ times: 3, schedule: Schedule.spaced(500) }),
+            Effect.isSuccess
+          )
+      }))
+  )
+
 const failure = (method: string) => (cause: unknown) => new StoreFailure({ method, cause })
 
 /**
@@ -134,7 +157,7 @@ export const layerRunner = (
 ): Layer.Layer<Sharding | Runners.Runners | MessageStorage.MessageStorage, StoreFailure> => {
   const config = ShardingConfig.layer(shardingConfig(options, true))
   const store = storage(options).pipe(Layer.provide(config))
-  const health = RunnerHealth.layerPing.pipe(
+  const health = layerHealth(options).pipe(
     Layer.provide(Runners.layerRpc),
     Layer.provide(NodeClusterSocket.layerClientProtocol)
   )
