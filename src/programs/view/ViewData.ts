@@ -15,7 +15,15 @@ import { readEach } from "../../services/ReadEach.js"
 import { SessionStore, type SessionStoreShape } from "../../services/SessionStore.js"
 import { foldSurface } from "../../services/SurfaceManager.js"
 import { errorReport } from "../Verify.js"
-import { type Provenance, provenanceOf, type TimelineRow, timelineRows, type TimeTravel, timeTravel } from "./Views.js"
+import {
+  type Provenance,
+  provenanceOf,
+  relatedRows,
+  type TimelineRow,
+  timelineRows,
+  type TimeTravel,
+  timeTravel
+} from "./Views.js"
 
 /**
  * Why a log did not load: the rule, the seq and (JSONL) the line of the first rejection.
@@ -212,13 +220,7 @@ export const provenanceAt = Effect.fn("ViewData.provenanceAt")(function*(id: str
     }
   }
   const provenance = provenanceOf(fold.replacements, events[seq])
-  const seqs = new Set<number>([
-    ...(provenance.replaced?.shadowedSeqs ?? []),
-    ...provenance.shadowedBy.map((r) => r.seq),
-    ...provenance.sources
-  ])
-  const related = [...seqs].sort((a, b) => a - b).flatMap((s) => events[s] === undefined ? [] : timelineRows([events[s]]))
-  return { provenance, related, problem }
+  return { provenance, related: relatedRows(provenance, (s) => events[s]), problem }
 })
 
 /**

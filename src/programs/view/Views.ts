@@ -247,3 +247,22 @@ export const provenanceOf = (
   shadowedBy: replacements.filter((r) => r.shadowedSeqs.includes(event.seq)),
   sources: Array.isArray(event.sourceEventSeqs) ? event.sourceEventSeqs : []
 })
+
+/**
+ * The events a provenance names (what a replacement shadowed, the replacements that shadowed the
+ * event, its sources), each as a timeline row, in seq order.
+ *
+ * @since 0.2.0
+ * @category utils
+ */
+export const relatedRows = (provenance: Provenance, eventAt: (seq: number) => Event | undefined): Array<TimelineRow> => {
+  const seqs = new Set<number>([
+    ...(provenance.replaced?.shadowedSeqs ?? []),
+    ...provenance.shadowedBy.map((r) => r.seq),
+    ...provenance.sources
+  ])
+  return [...seqs].sort((a, b) => a - b).flatMap((s) => {
+    const e = eventAt(s)
+    return e === undefined ? [] : timelineRows([e])
+  })
+}

@@ -9,7 +9,15 @@ import * as Data from "effect/Data"
 import type { Event } from "../../../schema/Events.js"
 import { foldSurface } from "../../../services/SurfaceManager.js"
 import type { LoadProblem, SessionSummary, TimelinePage, TornTailNote } from "../ViewData.js"
-import { type Provenance, provenanceOf, type TimelineRow, timelineRows, type TimeTravel, timeTravel } from "../Views.js"
+import {
+  type Provenance,
+  provenanceOf,
+  relatedRows,
+  type TimelineRow,
+  timelineRows,
+  type TimeTravel,
+  timeTravel
+} from "../Views.js"
 
 /**
  * The questions the app asks.
@@ -93,13 +101,7 @@ export const inlineSource = (
       const event = events[seq]
       if (event === undefined) return Promise.resolve({ provenance: null, related: [] })
       const provenance = provenanceOf(replacements, event)
-      const seqs = new Set([
-        ...(provenance.replaced?.shadowedSeqs ?? []),
-        ...provenance.shadowedBy.map((r) => r.seq),
-        ...provenance.sources
-      ])
-      const related = [...seqs].sort((a, b) => a - b).flatMap((s) => events[s] === undefined ? [] : timelineRows([events[s]]))
-      return Promise.resolve({ provenance, related })
+      return Promise.resolve({ provenance, related: relatedRows(provenance, (s) => events[s]) })
     },
     head: () => Promise.resolve({ count: events.length }),
     live: false
