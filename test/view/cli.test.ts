@@ -9,7 +9,7 @@ import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { buildBundle, removeBundle, runCli } from "../cli/helpers.js"
+import { buildBundle, json, removeBundle, runCli } from "../cli/helpers.js"
 import { DEMO_FILE, startViewer } from "./helpers.js"
 
 let bundle: string
@@ -44,6 +44,12 @@ describe("session-log view", () => {
       assert.strictEqual(ok.status, 200)
       const { sessions } = await ok.json() as { sessions: Array<{ id: string; events: number }> }
       assert.deepStrictEqual(sessions.map((s) => [s.id, s.events]), [["demo-session", 191]])
+      // time travel answers what `session-log request --at` prints, before and after the compaction at 133
+      for (const seq of [131, 133]) {
+        const at = await (await fetch(`${viewer.origin}/api/sessions/demo-session/at/${seq}?token=${viewer.token}`)).json() as any
+        const cli = json(await runCli(bundle, ["request", "--json", "--store", db, "--session", "demo-session", "--at", String(seq)], dir))
+        assert.deepStrictEqual(at.at.request, cli)
+      }
       const page = await fetch(`${viewer.origin}/`)
       assert.include(await page.text(), `<script src="/app.js"></script>`)
       const app = await fetch(`${viewer.origin}/app.js`)

@@ -39,6 +39,12 @@ const openBrowser = (url: string) =>
     Effect.asVoid
   )
 
+/** The web app bundled from the repository's sources (esbuild, a development dependency), if they are there. */
+const bundleFromSources = Effect.tryPromise(() => {
+  const script = new URL("../../../scripts/build-view.mjs", import.meta.url).href
+  return (import(script) as Promise<{ bundleView: () => Promise<{ appJs: string; appCss: string }> }>).then((m) => m.bundleView())
+}).pipe(Effect.orElseSucceed(() => undefined))
+
 /** `view`. */
 export const viewCommand = Command.make("view", { store, session, port, host, open }, (o) =>
   runCommand(
@@ -49,7 +55,9 @@ export const viewCommand = Command.make("view", { store, session, port, host, op
       // read-only, as the reading commands: nothing is created, locked or written
       const s = yield* openExistingStore(spec, { readOnly: true })
       const { bundledAssets, isLoopback, serveView } = yield* Effect.promise(() => import("./ViewServe.js"))
-      const assets = bundledAssets()
+      // the sources run through tsx (bin/session-log.js in the repository, sources newer than the
+      // bundle): the app is bundled now, as the build does
+      const assets = bundledAssets() ?? (yield* bundleFromSources)
       if (assets === undefined) {
         return yield* new UsageError({ detail: "the viewer's web app is not built: run `npm run build:cli` first" })
       }
