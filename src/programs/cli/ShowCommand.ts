@@ -4,22 +4,27 @@
  * validates the whole log and counts what the filter keeps (nothing is printed for an invalid
  * log), the next prints as it reads, so memory stays bounded by a chunk whatever the log's
  * length (a table's column widths take one more read). `--tail n` (n up to `TAIL_IN_MEMORY`) is
- * one read keeping the last n matches. Never writes.
+ * one read keeping the last n matches. `--follow` then prints each event committed after that
+ * read as it comes (`SessionLive.follow`, docs/follow.md), `--json` one event per line, until
+ * interrupted. Never writes.
  */
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import { follow as followSession } from "../../layers/session/SessionLive.js"
 import type { Event } from "../../schema/Events.js"
 import { encodeJson, type Json } from "../../schema/Json.js"
 import { readEach } from "../../services/ReadEach.js"
+import { SessionStore } from "../../services/SessionStore.js"
 import { file, json, optionalInteger, resolve, runCommand, session, store } from "./CommandSupport.js"
 import { checkTail, eventMatcher, type EventFilter, isFiltering, parseTypes, unknownTypes } from "./EventFilter.js"
 import { columnWidths, dim, tableHeader, tableLine, widen } from "./Output.js"
 import { EVENT_COLUMNS, eventRow } from "./Render.js"
 import { sourceWithProgress } from "./Progress.js"
-import { sourceReader, type SourceReader } from "./Target.js"
+import { openExistingStore, type SessionSource, sourceReader, type SourceReader, UsageError } from "./Target.js"
 
 const type = Options.text("type").pipe(
   Options.withPseudoName("<type>"),
@@ -33,6 +38,11 @@ const turn = optionalInteger("turn", "<turn>", "only the events of this turn num
 const from = optionalInteger("from", "<seq>", "only events whose seq is at least this")
 const to = optionalInteger("to", "<seq>", "only events whose seq is at most this")
 const tail = optionalInteger("tail", "<n>", "only the last n events (applied after the other filters)")
+const followOption = Options.boolean("follow").pipe(
+  Options.withDescription(
+    "then print each event as it is committed, until interrupted (Ctrl-C); with --json one event per line (needs --store and --session)"
+  )
+)
 
 /** The filter the `show` options ask for (a usage error for a bad value). */
 const showFilter = (o: {
@@ -115,7 +125,7 @@ const showPasses = (o: Parameters<typeof showFilter>[0] & SourceOptions & { read
       const n = filter.tail
       const ring: Array<Event> = []
       let next = 0
-      yield* pass(0, Infinity, (events) =>
+      const tailRead = yield* pass(0, Infinity, (events) =>
         Effect.sync(() => {
           if (n === 0) return
           for (const e of events) {
@@ -127,27 +137,54 @@ const showPasses = (o: Parameters<typeof showFilter>[0] & SourceOptions & { read
       const last = ring.length < n ? ring : [...ring.slice(next), ...ring.slice(0, next)]
       return {
         filter,
+        source,
+        length: tailRead.count,
         count: last.length,
         kept: (onKept: (events: ReadonlyArray<Event>) => Effect.Effect<void>) => last.length === 0 ? Effect.void : onKept(last)
       }
     }
     let matched = 0
-    yield* pass(0, Infinity, (events) => Effect.sync(() => void (matched += events.length)), validating)
+    const read = yield* pass(0, Infinity, (events) => Effect.sync(() => void (matched += events.length)), validating)
     const skip = filter.tail === undefined ? 0 : Math.max(0, matched - filter.tail)
     return {
       filter,
+      source,
+      length: read.count,
       count: matched - skip,
       // the log as the first read saw it: events a writer appends meanwhile are not shown
       kept: (onKept: (events: ReadonlyArray<Event>) => Effect.Effect<void>) => pass(skip, matched, onKept)
     }
   })
 
+/**
+ * `--follow`: the events of `source` from `fromSeq` that `filter` keeps (its `--to` ends the
+ * stream), each handed to `print` as it is committed.
+ */
+const followFrom = (source: SessionSource, fromSeq: number, filter: EventFilter, print: (e: Event) => Effect.Effect<void>) =>
+  Effect.gen(function*() {
+    if (source.kind !== "store") return yield* new UsageError({ detail: "--follow needs --store and --session (not a .jsonl path)" })
+    const store = yield* openExistingStore(source.spec, { readOnly: true })
+    const matches = eventMatcher(filter)
+    const to = filter.to
+    yield* followSession(source.id, { fromSeq }).pipe(
+      Stream.takeWhile((e) => to === undefined || e.seq <= to),
+      Stream.filter(matches),
+      Stream.runForEach(print),
+      Effect.provideService(SessionStore, store)
+    )
+  })
+
 /** `show`. */
-export const showCommand = Command.make("show", { json, store, session, file, type, turn, from, to, tail }, (o) =>
+export const showCommand = Command.make("show", { json, store, session, file, type, turn, from, to, tail, follow: followOption }, (o) =>
   runCommand(
     o.json,
     Effect.gen(function*() {
-      const { count, filter, kept } = yield* showPasses(o)
+      const { count, filter, kept, length, source } = yield* showPasses(o)
+      if (o.follow && o.json) {
+        // one event per line (JSON Lines): the shown ones, then each new one
+        yield* kept((events) => write(events.map((e) => encodeJson(e as unknown as Json) + "\n").join("")))
+        return yield* followFrom(source, length, filter, (e) => write(encodeJson(e as unknown as Json) + "\n"))
+      }
       if (o.json) {
         // one JSON array (what `printJson` of the whole list prints), written as it is read
         let first = true
@@ -162,11 +199,12 @@ export const showCommand = Command.make("show", { json, store, session, file, ty
         })
         return yield* write("]\n")
       }
-      if (count === 0 && isFiltering(filter)) return yield* Console.log(noMatch(filter))
+      if (count === 0 && isFiltering(filter) && !o.follow) return yield* Console.log(noMatch(filter))
       const widths = columnWidths(EVENT_COLUMNS)
       yield* kept((events) => Effect.sync(() => events.forEach((e) => widen(widths, eventRow(e)))))
       yield* write(tableHeader(widths, EVENT_COLUMNS) + "\n")
       yield* kept((events) => write(events.map((e) => tableLine(widths, eventRow(e)) + "\n").join("")))
+      if (o.follow) yield* followFrom(source, length, filter, (e) => write(tableLine(widths, eventRow(e)) + "\n"))
     }),
     () => Effect.void
   )).pipe(Command.withDescription("events, one line each (--type, --turn, --from, --to and --tail filter them)"))

@@ -1,0 +1,80 @@
+/**
+ * `session-log show --follow` (issue 31, docs/cli.md): the CLI process prints the session, then
+ * each event another process commits, one JSON line each with `--json`, until interrupted.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { spawn } from "node:child_process"
+import { encodeEvent } from "../../src/schema/EventCodec.js"
+import type { Event } from "../../src/schema/Events.js"
+import { SessionStore } from "../../src/services/SessionStore.js"
+import { BIN } from "../cli/helpers.js"
+import { headerFor, pluginEvents } from "../store-contract/contract.js"
+import { storeAt, tempDir } from "./stores.js"
+
+/** `session-log <args>`, its stdout lines as they come, and a wait for a number of them. */
+const startCli = (args: ReadonlyArray<string>) => {
+  const proc = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: "1" }, stdio: ["ignore", "pipe", "pipe"] })
+  const lines: Array<string> = []
+  let rest = ""
+  let stderr = ""
+  const waiters: Array<() => void> = []
+  proc.stdout.setEncoding("utf8").on("data", (text: string) => {
+    const parts = (rest + text).split("\n")
+    rest = parts.pop()!
+    lines.push(...parts)
+    waiters.splice(0).forEach((wake) => wake())
+  })
+  proc.stderr.setEncoding("utf8").on("data", (text: string) => void (stderr += text))
+  const exited = new Promise<number | null>((resolve) => proc.on("exit", (code) => {
+    waiters.splice(0).forEach((wake) => wake())
+    resolve(code)
+  }))
+  const until = (n: number) =>
+    Effect.promise(() =>
+      new Promise<void>((resolve, reject) => {
+        const check = () =>
+          lines.length >= n ? resolve() : proc.exitCode !== null ? reject(new Error(`exited: ${stderr}`)) : waiters.push(check)
+        check()
+      })
+    )
+  return { proc, lines, until, exited }
+}
+
+describe("session-log show --follow", () => {
+  it.scopedLive("--json: the stored events, then each committed one, one JSON line each; --type filters the new ones too", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const db = `${dir}/sessions.db`
+      const store = Context.get(yield* Layer.build(storeAt("sqlite", db)), SessionStore)
+      const id = "followed"
+      yield* store.create(headerFor(id))
+      yield* store.append(id, pluginEvents(0, 2), { expectedSeq: 0 })
+      const all = startCli(["show", "--store", db, "--session", id, "--follow", "--json"])
+      const some = startCli(["show", "--store", db, "--session", id, "--follow", "--json", "--from", "3"])
+      yield* all.until(2)
+      yield* store.append(id, pluginEvents(2, 3, "live"), { expectedSeq: 2 })
+      yield* store.append(id, pluginEvents(5, 1, "more"), { expectedSeq: 5 })
+      yield* all.until(6)
+      yield* some.until(3)
+      for (const cli of [all, some]) {
+        cli.proc.kill("SIGINT")
+        yield* Effect.promise(() => cli.exited)
+      }
+      const stored = (yield* store.readFrom(id, 0)).map((e) => encodeEvent(e as Event))
+      assert.deepStrictEqual(all.lines, stored)
+      assert.deepStrictEqual(some.lines, stored.slice(3))
+    }))
+
+  it.scopedLive("a .jsonl path with --follow is a usage error (exit 2)", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const root = Context.get(yield* Layer.build(storeAt("jsonl-plain", dir)), SessionStore)
+      yield* root.create(headerFor("f"))
+      yield* root.append("f", pluginEvents(0, 1), { expectedSeq: 0 })
+      const cli = startCli(["show", `${dir}/f.jsonl`, "--follow"])
+      assert.strictEqual(yield* Effect.promise(() => cli.exited), 2)
+    }))
+})
