@@ -21,6 +21,7 @@ export const CAMPAIGNS: ReadonlyArray<string> = [
 /** Files that run in `test:slow` only (each takes minutes and guards no rule a faster file misses). */
 export const SLOW_ONLY: ReadonlyArray<string> = [
   "test/cli/resources.test.ts",
+  "test/fleet/processes.test.ts",
   "test/import/big.test.ts",
   // headless Chromium over the CLI bundle: about 20 s of a worker (issue 32)
   "test/view/browser.test.ts"

@@ -81,6 +81,9 @@ const shardingConfig = (options: FleetRunnerOptions, runner: boolean): Partial<S
     shardsPerGroup: options.shards ?? 300,
     shardLockRefreshInterval: refresh,
     shardLockExpiration: Duration.millis(options.lockExpirationMs ?? 10_000),
+    // lock rows that expire, not PostgreSQL advisory locks: an advisory lock lives as long as its
+    // connection, and a paused runner's connections stay open, so its shards would never move
+    shardLockDisableAdvisory: true,
     refreshAssignmentsInterval: refresh,
     runnerHealthCheckInterval: refresh,
     entityMessagePollInterval: Duration.millis(500),

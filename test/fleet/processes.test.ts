@@ -1,0 +1,163 @@
+/**
+ * A fleet against real processes (issue 34, docs/fleet.md), in `npm run test:slow`: PostgreSQL (a
+ * database of the shared test server), three runner processes of the CLI bundle (`session-log
+ * fleet runner`), clients in other processes (test/fleet/client.ts, and `session-log fleet
+ * prompt`). Fifty sessions prompted concurrently: every session's turns are run by one runner at
+ * a time (no turn inside another, every log verifies), each prompt is answered once (sent again
+ * with its id it is not run again). A runner killed with SIGKILL mid-turn: the session moves, is
+ * repaired, every event stored before the kill is kept, and the cut prompt is run again once (both
+ * attempts in the log). A runner paused with SIGSTOP then resumed, and a runner added while
+ * prompts flow: every prompt answered once, every log verifies. Sessions are read through
+ * `session-log` while the fleet runs.
+ */
+import { assert, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import { afterAll, beforeAll } from "vitest"
+import { buildBundle, removeBundle } from "../cli/helpers.js"
+import { describePg } from "../postgres/helpers.js"
+import { cli, eventsOf, freshDatabase, type Plan, prompt, type Runner, runClient, startRunner, stopRunner } from "./helpers.js"
+import { completedPrompts, storedTurns, verifyStored } from "./verify.js"
+
+const RUNNERS = 3
+const SESSIONS = 50
+const LOCK_MS = 3_000
+
+let bundle: string
+let url: string
+const runners: Array<Runner> = []
+
+beforeAll(async () => {
+  bundle = await buildBundle("fleet")
+  url = await freshDatabase()
+  for (let i = 0; i < RUNNERS; i++) runners.push(await startRunner(bundle, url, LOCK_MS))
+  await Promise.all(runners.map((r) => r.ready))
+  for (const r of runners) assert.strictEqual(r.child.exitCode, null, `runner ${r.address} exited: ${r.stderr}`)
+}, 120_000)
+
+afterAll(async () => {
+  await Promise.all(runners.map(stopRunner))
+  removeBundle(bundle)
+})
+
+/** Two client processes, half the plan each; the answers of both. */
+const clients = (plan: Plan) =>
+  Effect.promise(async () => {
+    const half = Math.ceil(plan.length / 2)
+    const [a, b] = await Promise.all([runClient(url, plan.slice(0, half)), runClient(url, plan.slice(half))])
+    return new Map([...a, ...b])
+  })
+
+const only = (answers: Map<string, Array<any>>, key: string) => {
+  const got = answers.get(key)
+  assert.isDefined(got, key)
+  for (const a of got!) assert.isUndefined(a.error, `${key}: ${a.error}`)
+  return got!
+}
+
+describePg("fleet (issue 34): real processes", () => {
+  it.live("fifty sessions prompted concurrently from two client processes: each prompt answered once, by one runner, every log verifies", () =>
+    Effect.gen(function*() {
+      const sessions = Array.from({ length: SESSIONS }, (_, i) => `s-${i}`)
+      const plan: Plan = sessions.map((s) => ({
+        session: s,
+        prompts: [
+          { promptId: `${s}-p1`, text: `hello ${s}` },
+          { promptId: `${s}-p2`, text: `more ${s}` },
+          // the first prompt again, with its id
+          { promptId: `${s}-p1`, text: `hello ${s}` }
+        ]
+      }))
+      const answers = yield* clients(plan)
+      // a session read through session-log while the fleet runs
+      const read = yield* Effect.promise(() => cli(bundle, ["transcript", "--json", "--store", url, "--session", "s-0"]))
+      assert.strictEqual(read.code, 0, read.stderr)
+      assert.include(read.stdout, "You said: hello s-0")
+      const owners = new Set<string>()
+      for (const s of sessions) {
+        const [first, again] = only(answers, `${s}/${s}-p1`)
+        const [second] = only(answers, `${s}/${s}-p2`)
+        assert.deepStrictEqual([first.reason, first.text], ["completed", `You said: hello ${s}`])
+        assert.deepStrictEqual([second.reason, second.text], ["completed", `You said: more ${s}`])
+        assert.isAbove(second.turn, first.turn)
+        assert.deepStrictEqual(again, first)
+        assert.ok(runners.some((r) => r.address === second.runner))
+        owners.add(second.runner)
+        // one completed turn per prompt; a turn the runners' start-up rebalancing moved ends
+        // `aborted` and its prompt is run again (attempt 2) by the new owner
+        const turns = yield* storedTurns(url, s)
+        assert.deepStrictEqual(turns.filter(([, end]) => end === "completed").map(([p]) => p.replace(/#\d+$/, "")), [`${s}-p1`, `${s}-p2`])
+        for (const [, end] of turns) assert.oneOf(end, ["completed", "aborted"])
+      }
+      // the sessions are spread over the runners
+      assert.strictEqual(owners.size, RUNNERS)
+    }), { timeout: 300_000 })
+
+  it.live("a runner killed with SIGKILL mid-turn: the session moves, is repaired, and the cut prompt is run again once", () =>
+    Effect.gen(function*() {
+      const s = "killed-mid-turn"
+      const warm = yield* Effect.promise(() => prompt(bundle, url, s, "first", "k-1"))
+      assert.strictEqual(warm.code, 0, warm.stderr)
+      const owner = runners.find((r) => r.address === warm.answer.runner)!
+      const cut = yield* Effect.fork(Effect.promise(() => prompt(bundle, url, s, "sleep 5000 cut me", "k-2")))
+      // wait until the turn is in flight: its user message is stored (the agent's checkpoint)
+      let before: Array<{ seq: number; type: string; data: any }> = []
+      while (!before.some((e) => e.type === "user/message" && e.data.id === "k-2")) before = yield* Effect.promise(() => eventsOf(bundle, url, s))
+      owner.child.kill("SIGKILL")
+      yield* Effect.promise(() => owner.exited)
+      runners.splice(runners.indexOf(owner), 1)
+      const answer = yield* Fiber.join(cut)
+      assert.strictEqual(answer.code, 0, `${JSON.stringify(answer.answer)} ${answer.stderr}`)
+      assert.notStrictEqual(answer.answer.runner, owner.address)
+      assert.deepStrictEqual([answer.answer.attempt, answer.answer.text], [2, "You said: sleep 5000 cut me"])
+      // every event stored before the kill is still there, unchanged
+      const events = yield* Effect.promise(() => eventsOf(bundle, url, s))
+      assert.deepStrictEqual(events.slice(0, before.length), before)
+      // the next prompt is answered by the new owner
+      const next = yield* Effect.promise(() => prompt(bundle, url, s, "after", "k-3"))
+      assert.strictEqual(next.code, 0, next.stderr)
+      assert.strictEqual(next.answer.runner, answer.answer.runner)
+      yield* verifyStored(url, s, [["k-1", "completed"], ["k-2", "interrupted"], ["k-2#2", "completed"], ["k-3", "completed"]])
+    }), { timeout: 120_000 })
+
+  it.live("a runner paused with SIGSTOP loses its sessions; after SIGCONT no prompt is answered twice", () =>
+    Effect.gen(function*() {
+      const sessions = Array.from({ length: 8 }, (_, i) => `paused-${i}`)
+      const round = (n: number, text: string) => clients(sessions.map((s) => ({ session: s, prompts: [{ promptId: `${s}-${n}`, text }] })))
+      const warm = yield* round(1, "warm")
+      const count = (r: Runner) => sessions.filter((s) => only(warm, `${s}/${s}-1`)[0].runner === r.address).length
+      const paused = [...runners].sort((a, b) => count(b) - count(a))[0]
+      paused.child.kill("SIGSTOP")
+      const during = yield* round(2, "while paused")
+      paused.child.kill("SIGCONT")
+      const after = yield* round(3, "after")
+      for (const s of sessions) {
+        assert.notStrictEqual(only(during, `${s}/${s}-2`)[0].runner, paused.address)
+        only(after, `${s}/${s}-3`)
+        assert.deepStrictEqual(yield* completedPrompts(url, s), [`${s}-1`, `${s}-2`, `${s}-3`])
+      }
+    }), { timeout: 180_000 })
+
+  it.live("a runner added while prompts flow takes shards over; every prompt is answered once", () =>
+    Effect.gen(function*() {
+      const sessions = Array.from({ length: 12 }, (_, i) => `rebalance-${i}`)
+      const rounds = 4
+      const plan: Plan = sessions.map((s) => ({
+        session: s,
+        prompts: Array.from({ length: rounds }, (_, n) => ({ promptId: `${s}-${n + 1}`, text: `sleep 300 round ${n + 1}` }))
+      }))
+      const flowing = yield* Effect.fork(clients(plan))
+      const added = yield* Effect.promise(() => startRunner(bundle, url, LOCK_MS))
+      runners.push(added)
+      yield* Effect.promise(() => added.ready)
+      const answers = yield* Fiber.join(flowing)
+      const late = yield* clients(sessions.map((s) => ({ session: s, prompts: [{ promptId: `${s}-late`, text: "late" }] })))
+      for (const s of sessions) {
+        for (let n = 1; n <= rounds; n++) only(answers, `${s}/${s}-${n}`)
+        only(late, `${s}/${s}-late`)
+        assert.deepStrictEqual(yield* completedPrompts(url, s), [...Array.from({ length: rounds }, (_, n) => `${s}-${n + 1}`), `${s}-late`])
+      }
+      // the new runner serves some of the sessions once the shards moved
+      assert.ok(sessions.some((s) => only(late, `${s}/${s}-late`)[0].runner === added.address))
+    }), { timeout: 180_000 })
+})
