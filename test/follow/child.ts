@@ -12,11 +12,7 @@ import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import type { Event } from "../../src/schema/Events.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
-import * as NodeContext from "@effect/platform-node/NodeContext"
-import * as Layer from "effect/Layer"
-import { layer as layerJsonl } from "../../src/layers/jsonl/JsonlStore.js"
-import { layer as layerPostgres } from "../../src/layers/sql/postgres/PostgresStore.js"
-import { layer as layerSqlite } from "../../src/layers/sql/sqlite/SqliteStore.js"
+import { type Kind, storeAt } from "./layers.js"
 
 const [mode, kind, location, sessionId, a, b] = process.argv.slice(2)
 
@@ -32,14 +28,7 @@ const prng = (seed: number) => {
   }
 }
 
-/** The store of `kind` over `location` (as test/follow/stores.ts). */
-const storeLayer: Layer.Layer<SessionStore, unknown> = kind === "sqlite"
-  ? layerSqlite({ filename: location })
-  : kind === "postgres"
-  ? layerPostgres({ url: location })
-  : layerJsonl({ root: location, packChunks: kind !== "jsonl-plain", compress: kind === "jsonl-compressed" }).pipe(
-    Layer.provide(NodeContext.layer)
-  )
+const storeLayer = storeAt(kind as Kind, location)
 
 const write = (count: number, seed: number) =>
   Effect.gen(function*() {
@@ -60,7 +49,10 @@ const write = (count: number, seed: number) =>
 const follow = (fromSeq: number, count: number) =>
   Effect.flatMap(SessionStore, (store) => {
     const stream = store.follow(sessionId, { fromSeq })
-    return Stream.runForEach(count < 0 ? stream : Stream.take(stream, count), (e) => Effect.sync(() => void process.stdout.write(JSON.stringify(e) + "\n")))
+    // FOLLOW_STAMP=1 (bench:follow): each line starts with the wall-clock time of its delivery, in ms
+    const stamp = process.env.FOLLOW_STAMP === "1"
+    return Stream.runForEach(count < 0 ? stream : Stream.take(stream, count), (e) =>
+      Effect.sync(() => void process.stdout.write((stamp ? `${performance.timeOrigin + performance.now()} ` : "") + JSON.stringify(e) + "\n")))
   })
 
 const program: Effect.Effect<void, unknown, SessionStore> = mode === "write" ? write(Number(a), Number(b)) : follow(Number(a), Number(b))

@@ -5,4 +5,4 @@ import { describePg } from "../postgres/helpers.js"
 import { followContract } from "./contract.js"
 import { freshStore } from "./stores.js"
 
-describePg("PostgreSQL", () => followContract("postgres", () => freshStore("postgres"), { numRuns: 3 }))
+describePg("PostgreSQL", () => followContract("postgres", () => freshStore("postgres"), { numRuns: 2 }))

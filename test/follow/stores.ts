@@ -6,14 +6,11 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
-import { layer as layerJsonl } from "../../src/layers/jsonl/JsonlStore.js"
-import { layer as layerPostgres } from "../../src/layers/sql/postgres/PostgresStore.js"
-import { layer as layerSqlite } from "../../src/layers/sql/sqlite/SqliteStore.js"
 import type { SessionStore } from "../../src/services/SessionStore.js"
 import { freshUrl } from "../postgres/helpers.js"
+import { type Kind, storeAt } from "./layers.js"
 
-/** A backend of the follow tests, as the child processes name it. */
-export type Kind = "jsonl-plain" | "jsonl-packed" | "jsonl-compressed" | "sqlite" | "postgres"
+export { type Kind, storeAt } from "./layers.js"
 
 /** A fresh temporary directory, removed with the scope. */
 export const tempDir: Effect.Effect<string, unknown, Scope.Scope> = Effect.flatMap(
@@ -24,16 +21,6 @@ export const tempDir: Effect.Effect<string, unknown, Scope.Scope> = Effect.flatM
 /** A fresh, empty location of `kind`, removed with the scope. */
 export const location = (kind: Kind): Effect.Effect<string, unknown, Scope.Scope> =>
   kind === "postgres" ? freshUrl : kind === "sqlite" ? Effect.map(tempDir, (dir) => `${dir}/sessions.db`) : tempDir
-
-/** A store of `kind` over `at` (a new instance per build). */
-export const storeAt = (kind: Kind, at: string): Layer.Layer<SessionStore, unknown> =>
-  kind === "sqlite"
-    ? layerSqlite({ filename: at })
-    : kind === "postgres"
-    ? layerPostgres({ url: at })
-    : layerJsonl({ root: at, packChunks: kind !== "jsonl-plain", compress: kind === "jsonl-compressed" }).pipe(
-      Layer.provide(NodeContext.layer)
-    )
 
 /** A store of `kind` over a fresh location. */
 export const freshStore = (kind: Kind): Layer.Layer<SessionStore, unknown, Scope.Scope> =>
