@@ -1,5 +1,5 @@
 // Bundles the CLI into dist/cli/: the entry session-log.mjs, and chunks it loads only when a
-// command needs them (the ACP SDK for `acp`, the PostgreSQL and SQLite clients on first use), so that
+// command needs them (the ACP SDK for `acp`, the cluster for `fleet`, the PostgreSQL and SQLite clients on first use), so that
 // every command starts without parsing them. better-sqlite3 and fs-native-extensions stay external
 // (native addons). The directory is emptied first: no chunk of an earlier build is left behind.
 // An argument names another directory (the tests build their own). bin/session-log.js uses the

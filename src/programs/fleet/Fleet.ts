@@ -45,7 +45,11 @@ export class PromptRequest extends Schema.Class<PromptRequest>("effect-session-l
   promptId: Schema.NonEmptyString,
   text: Schema.String
 }) {
-  /** The cluster's deduplication key (per session). */
+  /**
+   * The cluster's deduplication key (per session): the prompt id.
+   *
+   * @since 0.2.0
+   */
   [PrimaryKey.symbol](): string {
     return this.promptId
   }
