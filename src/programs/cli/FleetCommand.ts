@@ -73,16 +73,17 @@ const promptId = Options.text("prompt-id").pipe(
 const required = <A>(value: Option.Option<A>, what: string) =>
   Option.isSome(value) ? Effect.succeed(value.value) : Effect.fail(new UsageError({ detail: what }))
 
-/** `fleet runner …`: serve until interrupted. */
+/** `fleet runner …`: serve until interrupted (with `--json` a failure is one error document on stdout). */
 const runner = (o: {
   readonly store: string
+  readonly json: boolean
   readonly listen: Option.Option<string>
   readonly advertise: Option.Option<string>
   readonly model: Option.Option<string>
   readonly lockExpiration: Option.Option<number>
 }) =>
   runCommand(
-    false,
+    o.json,
     Effect.gen(function*() {
       const url = yield* fleetUrl(o.store)
       const at = yield* parseAddress("listen", yield* required(o.listen, "fleet runner needs --listen <host:port>"))
