@@ -1,6 +1,7 @@
 /**
  * `session-log show --follow` (issue 31, docs/cli.md): the CLI process prints the session, then
- * each event another process commits, one JSON line each with `--json`, until interrupted.
+ * each event another process commits, one JSON line each with `--json`, until interrupted; and
+ * `list --watch`, the sessions then each one that appears or changes.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Context from "effect/Context"
@@ -32,6 +33,14 @@ const startCli = (args: ReadonlyArray<string>) => {
     waiters.splice(0).forEach((wake) => wake())
     resolve(code)
   }))
+  const untilLines = (predicate: (lines: ReadonlyArray<string>) => boolean) =>
+    Effect.promise(() =>
+      new Promise<void>((resolve, reject) => {
+        const check = () =>
+          predicate(lines) ? resolve() : proc.exitCode !== null ? reject(new Error(`exited: ${stderr}`)) : waiters.push(check)
+        check()
+      })
+    )
   const until = (n: number) =>
     Effect.promise(() =>
       new Promise<void>((resolve, reject) => {
@@ -40,7 +49,7 @@ const startCli = (args: ReadonlyArray<string>) => {
         check()
       })
     )
-  return { proc, lines, until, exited }
+  return { proc, lines, until, untilLines, exited }
 }
 
 describe("session-log show --follow", () => {
@@ -76,5 +85,31 @@ describe("session-log show --follow", () => {
       yield* root.append("f", pluginEvents(0, 1), { expectedSeq: 0 })
       const cli = startCli(["show", `${dir}/f.jsonl`, "--follow"])
       assert.strictEqual(yield* Effect.promise(() => cli.exited), 2)
+    }))
+
+  it.scopedLive("list --watch --json: the sessions, then a line for each session that appears or changes", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const db = `${dir}/sessions.db`
+      const store = Context.get(yield* Layer.build(storeAt("sqlite", db)), SessionStore)
+      yield* store.create(headerFor("first", 1))
+      yield* store.append("first", pluginEvents(0, 2), { expectedSeq: 0 })
+      const cli = startCli(["list", "--store", db, "--watch", "--json"])
+      yield* cli.until(1)
+      yield* store.append("first", pluginEvents(2, 1), { expectedSeq: 2 })
+      yield* store.create(headerFor("second", 2))
+      yield* store.append("second", pluginEvents(0, 1), { expectedSeq: 0 })
+      const rows = () => cli.lines.map((l) => JSON.parse(l) as { id: string; events: number })
+      yield* cli.untilLines(() => {
+        const r = rows()
+        return r.some((x) => x.id === "first" && x.events === 3) && r.some((x) => x.id === "second" && x.events === 1)
+      })
+      cli.proc.kill("SIGINT")
+      yield* Effect.promise(() => cli.exited)
+      const r = rows()
+      assert.deepStrictEqual([r[0].id, r[0].events], ["first", 2])
+      // each (session, event count) shows once: a session that did not change is not printed again
+      const keys = r.map((x) => `${x.id}:${x.events}`)
+      assert.strictEqual(new Set(keys).size, keys.length)
     }))
 })

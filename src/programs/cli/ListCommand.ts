@@ -1,9 +1,12 @@
 /**
  * `session-log list` (docs/cli.md): the sessions of a store, each with its header, its event
  * count and what people look for next (last activity, message count, first-message preview, the
- * parent of a fork), all derived from a streamed cold read of the stored log. Never writes.
+ * parent of a fork), all derived from a streamed cold read of the stored log. `--watch` then
+ * reads the store again every `WATCH_MILLIS` and prints each session that appeared or changed, one
+ * line each (`--json`: one JSON object per line), until interrupted. Never writes.
  */
 import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import type { Message } from "../../schema/Messages.js"
@@ -14,6 +17,13 @@ import { json, resolveSpec, runCommand, store } from "./CommandSupport.js"
 import { clip, clipId, dim, formatTime, printJson, table } from "./Output.js"
 import { textOf } from "./Render.js"
 import { openExistingStore } from "./Target.js"
+
+/** How often `list --watch` reads the store again, in milliseconds. */
+const WATCH_MILLIS = 1_000
+
+const watch = Options.boolean("watch").pipe(
+  Options.withDescription(`then print each session that appears or changes (re-read every ${WATCH_MILLIS / 1_000} s), until interrupted (Ctrl-C)`)
+)
 
 /** The longest first-message preview in `--json`. */
 const PREVIEW_CHARS = 100
@@ -79,8 +89,33 @@ const sessionRow = (s: SessionStoreShape, h: SessionHeader) =>
     return { ...h, events: summary.count as number | null, ...(version._tag === "Left" ? UNKNOWN : fold.result()) }
   }).pipe(Effect.orElseSucceed(() => ({ ...h, events: null, ...UNKNOWN })))
 
+type Row = Effect.Effect.Success<ReturnType<typeof sessionRow>>
+
+/** `list --watch`: every `WATCH_MILLIS`, the rows that are new or whose events or activity changed. */
+const watchRows = (s: SessionStoreShape, first: ReadonlyArray<Row>, asJson: boolean) =>
+  Effect.gen(function*() {
+    const seen = new Map(first.map((r) => [r.id, `${r.events}:${r.lastActivity}`]))
+    while (true) {
+      yield* Effect.sleep(WATCH_MILLIS)
+      const rows = yield* Effect.forEach(yield* s.list(), (h) => sessionRow(s, h))
+      for (const r of rows) {
+        const key = `${r.events}:${r.lastActivity}`
+        if (seen.get(r.id) === key) continue
+        const fresh = !seen.has(r.id)
+        seen.set(r.id, key)
+        yield* Console.log(
+          asJson
+            ? JSON.stringify(r)
+            : `${fresh ? "new" : "changed"} ${clipId(r.id)}  events ${r.events ?? "?"}  messages ${r.messages ?? "?"}  last activity ${
+              r.lastActivity === null ? "?" : formatTime(r.lastActivity)
+            }`
+        )
+      }
+    }
+  })
+
 /** `list`. */
-export const listCommand = Command.make("list", { json, store }, (o) =>
+export const listCommand = Command.make("list", { json, store, watch }, (o) =>
   runCommand(
     o.json,
     Effect.gen(function*() {
@@ -88,10 +123,20 @@ export const listCommand = Command.make("list", { json, store }, (o) =>
       // a store that does not exist is not found (exit 2), never "no sessions", and is not created
       const s = yield* openExistingStore(spec, { readOnly: true })
       const headers = yield* s.list()
-      return yield* Effect.forEach(headers, (h) => sessionRow(s, h))
+      const rows = yield* Effect.forEach(headers, (h) => sessionRow(s, h))
+      if (!o.watch) return rows
+      // --watch: the list as it is (one JSON object per line with --json), then its changes
+      yield* o.json ? Effect.forEach(rows, (r) => Console.log(JSON.stringify(r))) : listOutput(rows)
+      return yield* watchRows(s, rows, o.json)
     }),
-    (rows) =>
-      o.json ? printJson(rows) : Console.log(
+    (rows) => o.json ? printJson(rows) : listOutput(rows)
+  )).pipe(
+    Command.withDescription("sessions in a store: created, last activity, events, messages, parent (forks), first message")
+  )
+
+/** People's table of `list`. */
+const listOutput = (rows: ReadonlyArray<Row>) =>
+  Console.log(
         rows.length === 0 ? dim("no sessions") : table(
           ["ID", "CREATED", "LAST ACTIVITY", "EVENTS", "MESSAGES", "PARENT", "FIRST MESSAGE"],
           rows.map((r) => [
@@ -104,7 +149,4 @@ export const listCommand = Command.make("list", { json, store }, (o) =>
             r.preview === null ? "" : clip(r.preview, 40)
           ])
         )
-      )
-  )).pipe(
-    Command.withDescription("sessions in a store: created, last activity, events, messages, parent (forks), first message")
   )
