@@ -8,8 +8,10 @@ export default defineConfig({
     exclude: ["**/node_modules/**", ...SLOW_ONLY],
     // the CLI bundle, built once per run; PostgreSQL for the tests that need it (started on first use, stopped at the end)
     globalSetup: ["test/cli.setup.ts", "test/postgres.setup.ts"],
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
+    // bounds that only catch a hang: a test's verdict never depends on the machine's speed, and on a
+    // loaded 2-core machine a CLI test that spawns many processes can take minutes
+    testTimeout: 300_000,
+    hookTimeout: 300_000,
     pool: "forks",
     // both cores: vitest's default leaves one free (one worker on a 2-core machine); the tests'
     // verdicts do not depend on speed, and most of a CLI test's time is its child processes

@@ -74,5 +74,5 @@ describe("session-log import --from claude-code <folder>", () => {
     const all = json(verified)
     assert.strictEqual(all.length, MANY)
     assert.isTrue(all.every((v: any) => v.ok === true))
-  }, 120_000)
+  })
 })
