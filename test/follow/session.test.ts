@@ -5,12 +5,14 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Stream from "effect/Stream"
 import { layer as memoryStore } from "../../src/layers/memory/MemoryStore.js"
 import * as SessionLive from "../../src/layers/session/SessionLive.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
+import { readdirSync } from "node:fs"
 import { freshStore } from "./stores.js"
 
 const userMessage = (n: number) => ({
@@ -49,5 +51,55 @@ describe("SessionLive.follow", () => {
       for (let n = 0; n < 4; n++) yield* session.append("user/message", userMessage(n), { surfaceOp: "append" })
       const got = Chunk.toReadonlyArray(yield* Stream.runCollect(Stream.take(SessionLive.follow(id, { fromSeq: 2 }), 2)))
       assert.deepStrictEqual(got, (yield* session.events).slice(2))
+    }).pipe(Effect.provide(freshStore("sqlite"))))
+})
+
+describe("follow releases its watcher", () => {
+  const plugin = (seq: number) => ({ type: "test/plugin", seq, time: seq, data: {}, ignorable: true }) as never
+  /** A follower of `id`, and deferreds completed as it delivers seqs 0, 1 and 2. */
+  const followerOf = (store: SessionStore["Type"], id: string) =>
+    Effect.gen(function*() {
+      const seen = [yield* Deferred.make<void>(), yield* Deferred.make<void>(), yield* Deferred.make<void>()]
+      const fiber = yield* Effect.fork(Stream.runDrain(Stream.tap(store.follow(id), (e) => {
+        const d = seen[(e as { seq: number }).seq]
+        return d === undefined ? Effect.void : Deferred.succeed(d, undefined)
+      })))
+      return { fiber, seen }
+    })
+
+  it.scopedLive("SQLite: five followers share one watcher connection; interrupting them closes it (no descriptor left per round)", () =>
+    Effect.gen(function*() {
+      const store = yield* SessionStore
+      const openFds = () => readdirSync("/proc/self/fd").length
+      for (const id of ["fds", "fds-2"]) {
+        yield* store.create({ version: 1, id, createdAt: 0 })
+        yield* store.append(id, [plugin(0)], { expectedSeq: 0 })
+      }
+      const before = openFds()
+      const followers = yield* Effect.forEach([1, 2, 3, 4, 5], () => followerOf(store, "fds"))
+      yield* Effect.forEach(followers, (f) => Deferred.await(f.seen[0]))
+      // seq 1 reaches them only through a wake-up: the watcher is running by then
+      yield* store.append("fds", [plugin(1)], { expectedSeq: 1 })
+      yield* Effect.forEach(followers, (f) => Deferred.await(f.seen[1]))
+      const one = openFds() - before
+      assert.isAbove(one, 0, "the watcher holds a connection of its own")
+      // a second session's watcher costs as much again: one watcher per session, not per follower
+      const second = yield* followerOf(store, "fds-2")
+      yield* Deferred.await(second.seen[0])
+      yield* store.append("fds-2", [plugin(1)], { expectedSeq: 1 })
+      yield* Deferred.await(second.seen[1])
+      assert.strictEqual(openFds() - before, 2 * one)
+      yield* Effect.forEach([...followers, second], (f) => Fiber.interrupt(f.fiber))
+      // SQLite keeps a closed connection's descriptors of a file another connection of the process
+      // still locks until that one unlocks, and reuses them: a second round must not add any
+      const afterFirst = openFds()
+      const again = yield* followerOf(store, "fds")
+      yield* Deferred.await(again.seen[1])
+      // seq 2 reaches it only through a wake-up: its watcher (a new one) is running by then
+      yield* store.append("fds", [plugin(2)], { expectedSeq: 2 })
+      yield* Deferred.await(again.seen[2])
+      assert.isAbove(openFds(), afterFirst)
+      yield* Fiber.interrupt(again.fiber)
+      assert.strictEqual(openFds(), afterFirst)
     }).pipe(Effect.provide(freshStore("sqlite"))))
 })
