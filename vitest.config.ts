@@ -13,9 +13,6 @@ export default defineConfig({
     testTimeout: 300_000,
     hookTimeout: 300_000,
     pool: "forks",
-    // a worker process runs file after file without reloading the modules they share (collect time
-    // on the 2-core VM: 78 s -> 16 s); every test makes its own stores, directories and sessions
-    poolOptions: { forks: { isolate: false } },
     // both cores: vitest's default leaves one free (one worker on a 2-core machine); the tests'
     // verdicts do not depend on speed, and most of a CLI test's time is its child processes
     maxWorkers: 2,
