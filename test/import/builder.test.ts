@@ -4,7 +4,9 @@
  * batch is written is not vacuous), with the rule id of SPEC §3.4.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { keepRest, LogBuilder, LogCursor } from "../../src/programs/import/TranscriptImport.js"
+import { LogBuilder } from "../../src/programs/import/LogBuilder.js"
+import { LogCursor } from "../../src/programs/import/SessionWriter.js"
+import { keepRest } from "../../src/programs/import/SourceLines.js"
 import type { Event } from "../../src/schema/Events.js"
 
 const text = (t: string) => [{ type: "text", text: t }]

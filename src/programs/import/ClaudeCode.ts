@@ -13,28 +13,10 @@ import { encodeJson, type Json } from "../../schema/Json.js"
 import type { ContentBlock, TokenUsage } from "../../schema/Messages.js"
 import { isAbsolutePath, type SessionHeader } from "../../schema/SessionHeader.js"
 import type { SessionStore } from "../../services/SessionStore.js"
-import {
-  DEFAULT_MAX_LINE_BYTES,
-  type FileReport,
-  forEachLine,
-  IMPORT_ORIGIN,
-  IMPORT_SOURCE,
-  importPath,
-  type ImportOptions,
-  isObject,
-  jsonText,
-  keepRest,
-  LogBuilder,
-  nonEmpty,
-  omit,
-  openWriter,
-  parseSourceLine,
-  readFailure,
-  RecordTally,
-  type SessionReport,
-  type SessionWriter,
-  timeOf
-} from "./TranscriptImport.js"
+import { LogBuilder } from "./LogBuilder.js"
+import { openWriter, type SessionWriter } from "./SessionWriter.js"
+import { forEachLine, isObject, jsonText, keepRest, nonEmpty, omit, parseSourceLine, timeOf } from "./SourceLines.js"
+import { DEFAULT_MAX_LINE_BYTES, type FileReport, IMPORT_ORIGIN, IMPORT_SOURCE, importPath, type ImportOptions, readFailure, RecordTally, type SessionReport } from "./TranscriptImport.js"
 
 type Rec = Readonly<Record<string, unknown>>
 

@@ -14,26 +14,10 @@ import { encodeJson, type Json } from "../../schema/Json.js"
 import type { ContentBlock } from "../../schema/Messages.js"
 import { isAbsolutePath, type SessionHeader } from "../../schema/SessionHeader.js"
 import type { SessionStore } from "../../services/SessionStore.js"
-import {
-  DEFAULT_MAX_LINE_BYTES,
-  type FileReport,
-  forEachLine,
-  IMPORT_ORIGIN,
-  IMPORT_SOURCE,
-  importPath,
-  type ImportOptions,
-  isObject,
-  jsonText,
-  keepRest,
-  LogBuilder,
-  nonEmpty,
-  omit,
-  openWriter,
-  parseSourceLine,
-  readFailure,
-  RecordTally,
-  timeOf
-} from "./TranscriptImport.js"
+import { LogBuilder } from "./LogBuilder.js"
+import { openWriter } from "./SessionWriter.js"
+import { forEachLine, isObject, jsonText, keepRest, nonEmpty, omit, parseSourceLine, timeOf } from "./SourceLines.js"
+import { DEFAULT_MAX_LINE_BYTES, type FileReport, IMPORT_ORIGIN, IMPORT_SOURCE, importPath, type ImportOptions, readFailure, RecordTally } from "./TranscriptImport.js"
 
 type Rec = Readonly<Record<string, unknown>>
 
