@@ -135,6 +135,12 @@ export const storedIds = Effect.gen(function*() {
   return new Set(headers.map((h) => h.id))
 })
 
+/**
+ * Counts of a file's records while it is mapped.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export class RecordTally {
   /**
    * Records read.
