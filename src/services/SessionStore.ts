@@ -5,14 +5,9 @@
  *
  * @since 0.1.0
  */
-import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Fiber from "effect/Fiber"
-import * as PubSub from "effect/PubSub"
-import * as Queue from "effect/Queue"
-import type * as Scope from "effect/Scope"
-import * as Stream from "effect/Stream"
+import type * as Stream from "effect/Stream"
 import {
   AppendConflict,
   FormatUnsupported,
@@ -34,6 +29,33 @@ import { upgradeV0 } from "../schema/FormatV0.js"
 import { type SessionHeader, validateSessionHeader } from "../schema/SessionHeader.js"
 import { checkVocabulary, isRecord } from "../schema/Validation.js"
 import { type BatchError, type PreparedBatch, type PreparedEvent, prepareBatch } from "./PrepareEvent.js"
+import * as StoreFollow from "./StoreFollow.js"
+import type { FollowOptions } from "./StoreFollow.js"
+
+export {
+  /**
+   * The interval of the polls that stand in for a backend's wake-ups (its default, and the fallback
+   * after a watch failed), in milliseconds.
+   *
+   * @since 0.2.0
+   * @category constants
+   */
+  FOLLOW_POLL_MILLIS,
+  /**
+   * Options of `follow`.
+   *
+   * @since 0.2.0
+   * @category models
+   */
+  type FollowOptions,
+  /**
+   * A wake-up every `millis` (the first at once): the poll that stands in for a backend's signal.
+   *
+   * @since 0.2.0
+   * @category utils
+   */
+  pollWakeups
+} from "./StoreFollow.js"
 
 /**
  * Where a stored log stops being committed-looking (SPEC §7.4.4).
@@ -148,17 +170,6 @@ export type LoadError =
  * @category errors
  */
 export type ReadError = LoadError | LegacyFormRefused | StoreCorrupt
-
-/**
- * Options of `follow`.
- *
- * @since 0.2.0
- * @category models
- */
-export interface FollowOptions {
-  /** The seq of the first event to deliver (default 0); at or past the end, the stream waits for it. */
-  readonly fromSeq?: number
-}
 
 /**
  * Errors of `follow`: those of a read, L10 for a bad `fromSeq`, and `AppendConflict` (L8) when the
@@ -468,124 +479,6 @@ export interface SessionStoreImpl {
   readonly replaceLog: SessionStoreShape["replaceLog"]
 }
 
-/**
- * The interval of the polls that stand in for a backend's wake-ups (its default, and the fallback
- * after a watch failed), in milliseconds.
- *
- * @since 0.2.0
- * @category constants
- */
-export const FOLLOW_POLL_MILLIS = 100
-
-/**
- * A wake-up every `millis` (the first at once): the poll that stands in for a backend's signal.
- *
- * @since 0.2.0
- * @category utils
- */
-export const pollWakeups = (millis: number = FOLLOW_POLL_MILLIS): Stream.Stream<void> =>
-  Stream.map(Stream.tick(`${millis} millis`), () => undefined)
-
-interface Watcher {
-  readonly pubsub: PubSub.PubSub<void>
-  readonly fiber: Fiber.RuntimeFiber<void>
-  refs: number
-}
-
-/**
- * The shared watchers of one store instance: the first follower of a session starts its wake-ups
- * in a daemon fiber publishing to a sliding one-element PubSub (wake-ups coalesce: memory stays
- * bounded whatever the followers' pace), the last one to leave stops it.
- */
-const makeWatchers = (name: string, wakeups: (id: string) => Stream.Stream<void, StoreFailure>) => {
-  const watchers = new Map<string, Watcher>()
-  const lock = Effect.unsafeMakeSemaphore(1)
-  const start = (id: string) =>
-    Effect.gen(function*() {
-      const pubsub = yield* PubSub.sliding<void>(1)
-      const fiber = yield* wakeups(id).pipe(
-        Stream.catchAll((failure) =>
-          Stream.concat(
-            Stream.drain(Stream.fromEffect(Effect.logWarning(`${name}.follow: the watch of ${id} failed; polling instead`, failure))),
-            pollWakeups()
-          )
-        ),
-        Stream.runForEach(() => PubSub.publish(pubsub, undefined)),
-        // started inside an acquire (uninterruptible): the watcher itself must stay interruptible
-        Effect.interruptible,
-        Effect.forkDaemon
-      )
-      return { pubsub, fiber, refs: 0 }
-    })
-  const acquire = (id: string) =>
-    lock.withPermits(1)(Effect.gen(function*() {
-      const watcher = watchers.get(id) ?? (yield* start(id))
-      watchers.set(id, watcher)
-      watcher.refs++
-      return watcher
-    }))
-  const release = (id: string, watcher: Watcher) =>
-    lock.withPermits(1)(Effect.suspend(() => {
-      if (--watcher.refs > 0) return Effect.void
-      watchers.delete(id)
-      return Effect.zipRight(Fiber.interrupt(watcher.fiber), PubSub.shutdown(watcher.pubsub))
-    }))
-  /** A subscription to the wake-ups of `id`, released with the scope. */
-  return (id: string): Effect.Effect<Queue.Dequeue<void>, never, Scope.Scope> =>
-    Effect.flatMap(
-      Effect.acquireRelease(acquire(id), (watcher) => release(id, watcher)),
-      (watcher) => PubSub.subscribe(watcher.pubsub)
-    )
-}
-
-/**
- * `follow` over `readFrom` and a wake-up subscription (docs/follow.md "The guarantee"): subscribe
- * first, then read from the next seq to deliver; after each read wait for a wake-up. Each read
- * first re-reads the event delivered last: a log replaced by one without it fails the stream (L8).
- */
-const followOver = (
-  readFrom: SessionStoreShape["readFrom"],
-  subscribe: (id: string) => Effect.Effect<Queue.Dequeue<void>, never, Scope.Scope>
-) =>
-(id: string, options?: FollowOptions): Stream.Stream<unknown, FollowError> =>
-  Stream.unwrapScoped(Effect.gen(function*() {
-    const fromSeq = options?.fromSeq ?? 0
-    const bad = checkFromSeq(fromSeq)
-    if (bad !== undefined) return yield* bad
-    const wake = yield* subscribe(id)
-    let next = fromSeq
-    let last: string | undefined
-    let waiting = false
-    const read = Effect.gen(function*() {
-      const overlap = last === undefined ? 0 : 1
-      const events = yield* readFrom(id, next - overlap)
-      if (last !== undefined && (events.length === 0 || JSON.stringify(events[0]) !== last)) {
-        return yield* new AppendConflict({
-          rule: "L8",
-          sessionId: id,
-          expectedSeq: next,
-          storedSeq: next - 1 + Math.min(events.length, 1),
-          detail: `the followed log was replaced: event ${next - 1} is not the one delivered`
-        })
-      }
-      const fresh = overlap === 0 ? events : events.slice(1)
-      if (fresh.length > 0) {
-        next += fresh.length
-        last = JSON.stringify(fresh[fresh.length - 1])
-      }
-      return fresh
-    })
-    const pull: Effect.Effect<Chunk.Chunk<unknown>, FollowError> = Effect.gen(function*() {
-      while (true) {
-        if (waiting) yield* Queue.take(wake)
-        waiting = true
-        const fresh = yield* read
-        if (fresh.length > 0) return Chunk.unsafeFromArray(fresh)
-      }
-    })
-    return Stream.repeatEffectChunk(pull)
-  }))
-
 const byCreation = (a: SessionHeader, b: SessionHeader) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
 
 /**
@@ -672,7 +565,11 @@ export const make = (impl: SessionStoreImpl): SessionStoreShape => {
 
     replaceLog: (id, header, events, options) => impl.replaceLog(id, header, events, options).pipe(span("replaceLog", id))
   }
-  const follow = followOver(shape.readFrom, makeWatchers(impl.name, impl.wakeups ?? (() => pollWakeups())))
+  const follow = StoreFollow.followOver({
+    readFrom: shape.readFrom,
+    subscribe: StoreFollow.makeWatchers(impl.name, impl.wakeups ?? (() => StoreFollow.pollWakeups())),
+    checkFromSeq
+  })
   const appendBatchSync = impl.appendBatchSync
   if (appendBatchSync === undefined) return shape
   const appendSync = Object.assign(
