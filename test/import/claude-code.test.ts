@@ -198,7 +198,7 @@ describe("import --from claude-code", () => {
       const [report] = yield* importClaudeCode(`${fixtures}/claude-code/newer/${newer}.jsonl`)
       // no child session for a hook's progress record marked as a sidechain
       assert.deepStrictEqual(report.sessions.map((s) => s.id), [`claude-code:${newer}`])
-      assert.deepStrictEqual(report.keptReasons, { "type:progress": 3, "type:attachment": 1 })
+      assert.deepStrictEqual(report.keptReasons, { "type:progress": 3, "attachment:task_reminder": 1 })
       const id = `claude-code:${newer}`
       assert.strictEqual(yield* verified(id), "ok")
       // the blocks of msg_N once each, whatever came between its records

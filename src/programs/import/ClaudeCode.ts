@@ -93,11 +93,15 @@ interface Node {
   readonly sidechain: boolean
   /** A `user`, `assistant` or `system` record (a branch ends on one of these). */
   readonly conversation: boolean
+  /** A `user` record that carries tool results (its parent is the record holding the call). */
+  readonly toolResult: boolean
 }
 
 interface Index {
   readonly nodes: Map<string, Node>
   sessionId: string | undefined
+  /** The distinct `sessionId`s in the order they appear (a resumed session's file starts with the original's). */
+  readonly sessionIds: Array<string>
   agentId: string | undefined
   cwd: string | undefined
   version: string | undefined
@@ -108,8 +112,15 @@ interface Index {
 
 const CONVERSATION = new Set(["user", "assistant", "system"])
 
+/** At most this many distinct session ids are remembered per file (a resume chain is short). */
+const MAX_SESSION_IDS = 64
+
 const indexRecord = (index: Index, rec: Rec) => {
-  if (index.sessionId === undefined) index.sessionId = nonEmpty(rec.sessionId)
+  const sessionId = nonEmpty(rec.sessionId)
+  if (index.sessionId === undefined) index.sessionId = sessionId
+  if (sessionId !== undefined && index.sessionIds.length < MAX_SESSION_IDS && !index.sessionIds.includes(sessionId)) {
+    index.sessionIds.push(sessionId)
+  }
   if (index.agentId === undefined) index.agentId = nonEmpty(rec.agentId)
   if (index.cwd === undefined && typeof rec.cwd === "string" && isAbsolutePath(rec.cwd)) index.cwd = rec.cwd
   if (index.version === undefined) index.version = nonEmpty(rec.version)
@@ -124,7 +135,9 @@ const indexRecord = (index: Index, rec: Rec) => {
   const parent = nonEmpty(rec.parentUuid) ?? nonEmpty(rec.logicalParentUuid)
   const sidechain = rec.isSidechain === true
   const conversation = typeof rec.type === "string" && CONVERSATION.has(rec.type)
-  index.nodes.set(uuid, { parent, sidechain, conversation })
+  const toolResult = rec.type === "user" && isObject(rec.message) && Array.isArray(rec.message.content) &&
+    rec.message.content.some(isToolResult)
+  index.nodes.set(uuid, { parent, sidechain, conversation, toolResult })
   if (conversation) {
     index.lastAny = uuid
     if (!sidechain) index.lastMain = uuid
@@ -144,6 +157,20 @@ const branch = (nodes: Map<string, Node>, leaf: string | undefined, into: Map<st
 const MAIN = ""
 
 /**
+ * Parallel tool calls (Claude Code 2.x): each `tool_use` block is a record of its own, and each
+ * result's `parentUuid` is the record that holds its call, so the results of all but the last
+ * call hang beside the chain the session continues on. A tool-result record whose parent belongs
+ * to a chosen branch belongs to it too (file order puts a parent before its children).
+ */
+const adoptResults = (nodes: Map<string, Node>, owner: Map<string, string>) => {
+  for (const [uuid, node] of nodes) {
+    if (!node.toolResult || node.parent === undefined || owner.has(uuid)) continue
+    const parentOwner = owner.get(node.parent)
+    if (parentOwner !== undefined) owner.set(uuid, parentOwner)
+  }
+}
+
+/**
  * Which session each uuid of the chosen branches belongs to: `MAIN`, or the root uuid of an
  * in-file sidechain (older versions). In a subagent file (only sidechain records) the file's
  * own branch is the main one.
@@ -152,7 +179,10 @@ const owners = (index: Index): { readonly owner: Map<string, string>; readonly s
   const owner = new Map<string, string>()
   const subagent = index.lastMain === undefined && index.lastAny !== undefined
   branch(index.nodes, subagent ? index.lastAny : index.lastMain, owner, MAIN)
-  if (subagent) return { owner, subagent }
+  if (subagent) {
+    adoptResults(index.nodes, owner)
+    return { owner, subagent }
+  }
   const rootOf = new Map<string, string>()
   const lastOfRoot = new Map<string, string>()
   for (const [uuid, node] of index.nodes) {
@@ -177,6 +207,7 @@ const owners = (index: Index): { readonly owner: Map<string, string>; readonly s
     if (node.conversation) lastOfRoot.set(root, uuid)
   }
   for (const [root, last] of lastOfRoot) branch(index.nodes, last, owner, root)
+  adoptResults(index.nodes, owner)
   return { owner, subagent }
 }
 
@@ -296,6 +327,22 @@ const mapRecord = (t: Target, rec: Rec, line: number, uuid: string): string | un
       else b.prompt(uuid, blocksOf(content))
       return undefined
     }
+    case "attachment": {
+      // what Claude Code added to the next request; a prompt typed while a turn ran is one
+      const a = isObject(rec.attachment) ? rec.attachment : undefined
+      const kind = typeof a?.type === "string" ? a.type : "none"
+      if (a === undefined || kind !== "queued_command") return `attachment:${kind}`
+      const content = blocksOf(a.prompt)
+      if (content.length === 0) return "attachment:queued_command"
+      flushAssistant(t)
+      b.at(time).ignorable(IMPORT_SOURCE, { line, mapped: true, record: omit(rec, ["attachment"]), attachment: omit(a, ["prompt"]) })
+      const mode = typeof a.commandMode === "string" ? a.commandMode : "prompt"
+      // a person's queued prompt joins the running turn where the model received it; a queued
+      // notification (a background task's) is context, not the person's words
+      if (mode === "prompt") b.userInTurn(uuid, content)
+      else b.context(uuid, content, { kind: "import", tool: "claude-code", form: "queued_command", commandMode: mode })
+      return undefined
+    }
     case "system": {
       if (rec.subtype !== "compact_boundary") return `system:${typeof rec.subtype === "string" ? rec.subtype : "other"}`
       flushAssistant(t)
@@ -305,6 +352,20 @@ const mapRecord = (t: Target, rec: Rec, line: number, uuid: string): string | un
     default:
       return `type:${typeof rec.type === "string" ? rec.type : "none"}`
   }
+}
+
+/**
+ * The file's own session id, and the session it resumed. A resumed session (`claude --resume`,
+ * `--continue`) writes a new file that starts with the original's records, their `sessionId`
+ * unchanged, and goes on with records of its own id, the file's name. A subagent file carries
+ * its parent's id.
+ */
+const sessionOf = (index: Index, file: string, subagent: boolean): { readonly base: string; readonly resumedFrom?: string } => {
+  const stem = file.replace(/^.*\//, "").replace(/\.jsonl$/, "")
+  if (subagent) return { base: index.sessionId ?? stem }
+  const ids = index.sessionIds
+  const own = ids.includes(stem) ? stem : ids.at(-1) ?? stem
+  return ids.length > 0 && ids[0] !== own ? { base: own, resumedFrom: ids[0] } : { base: own }
 }
 
 /**
@@ -325,6 +386,7 @@ export const importClaudeCodeFile = (
     const index: Index = {
       nodes: new Map(),
       sessionId: undefined,
+      sessionIds: [],
       agentId: undefined,
       cwd: undefined,
       version: undefined,
@@ -340,7 +402,7 @@ export const importClaudeCodeFile = (
       })))
     if (first._tag === "Left") return tally.report(file, "claude-code", [], readFailure(file, first.left))
     const { owner, subagent } = owners(index)
-    const base = index.sessionId ?? file.replace(/^.*\//, "").replace(/\.jsonl$/, "")
+    const { base, resumedFrom } = sessionOf(index, file, subagent)
     const mainId = subagent ? claudeCodeSessionId(base, index.agentId ?? "sidechain") : claudeCodeSessionId(base)
     const headerOf = (id: string, parent?: string, createdAt = index.firstTime): SessionHeader => ({
       version: 1,
@@ -349,6 +411,14 @@ export const importClaudeCodeFile = (
       ...(index.cwd === undefined ? {} : { cwd: index.cwd }),
       ...(parent === undefined ? {} : { parentSession: parent, origin: "subagent" as const, delegationDepth: 1 })
     })
+    // a resumed session is a fork of the one it resumed: its own log (the inherited records
+    // included), with the original as its parent
+    const mainHeader = (): SessionHeader =>
+      subagent
+        ? headerOf(mainId, claudeCodeSessionId(base))
+        : resumedFrom === undefined
+        ? headerOf(mainId)
+        : { ...headerOf(mainId), parentSession: claudeCodeSessionId(resumedFrom) }
     const targets = new Map<string, Target>()
     const order: Array<Target> = []
     // a sidechain's session starts at its first record (`time`), the file's at its first record
@@ -357,7 +427,7 @@ export const importClaudeCodeFile = (
         const known = targets.get(key)
         if (known !== undefined) return known
         const header = key === MAIN
-          ? headerOf(mainId, subagent ? claudeCodeSessionId(base) : undefined)
+          ? mainHeader()
           : headerOf(`${claudeCodeSessionId(base)}/sidechain-${key}`, claudeCodeSessionId(base), time ?? index.firstTime)
         const writer = yield* openWriter(header, existing, options.force === true)
         const builder = new LogBuilder().at(header.createdAt)
@@ -365,6 +435,7 @@ export const importClaudeCodeFile = (
           tool: "claude-code",
           file,
           sourceSessionId: base,
+          ...(key === MAIN && resumedFrom !== undefined ? { resumedFrom } : {}),
           ...(subagent && index.agentId !== undefined ? { agentId: index.agentId } : {}),
           ...(key === MAIN ? {} : { sidechainRoot: key }),
           ...(index.version === undefined ? {} : { sourceVersion: index.version })
