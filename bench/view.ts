@@ -25,7 +25,8 @@ const TOKEN = "bench-token"
 /** The viewer's app served on a free port of 127.0.0.1 over `store` for this scope: its base URL. */
 const serve = (store: SessionStoreShape) =>
   Effect.gen(function*() {
-    const layer = HttpServer.serve(makeApp({ token: TOKEN, assets: { appJs: "", appCss: "" } })).pipe(
+    const app = makeApp({ token: TOKEN, assets: { appJs: "", appCss: "" } })
+    const layer = Layer.unwrapScoped(Effect.map(app, (a) => HttpServer.serve(a))).pipe(
       Layer.provideMerge(NodeHttpServer.layer(() => createServer(), { port: 0, host: "127.0.0.1" })),
       Layer.provide(Layer.succeed(SessionStore, store))
     )

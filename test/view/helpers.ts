@@ -71,7 +71,7 @@ export const bundleAssets = (): Promise<ViewAssets> =>
 export const serve = (store: SessionStoreShape, assets: ViewAssets = { appJs: "", appCss: "" }, session?: string) =>
   Effect.gen(function*() {
     const app = makeApp({ token: TOKEN, assets, ...(session === undefined ? {} : { session }) })
-    const layer = HttpServer.serve(app).pipe(
+    const layer = Layer.unwrapScoped(Effect.map(app, (a) => HttpServer.serve(a))).pipe(
       Layer.provideMerge(NodeHttpServer.layer(() => createServer(), { port: 0, host: "127.0.0.1" })),
       Layer.provide(Layer.succeed(SessionStore, store))
     )

@@ -42,6 +42,7 @@ export const serveView = (options: {
   readonly session?: string
   readonly onUrl?: (url: string) => Effect.Effect<void>
 }) => {
+  // the app's indexes and their followers live as long as the server
   const app = makeApp({
     token: options.token,
     assets: options.assets,
@@ -58,7 +59,7 @@ export const serveView = (options: {
   )
   const server = NodeHttpServer.layer(() => createServer(), { port: options.port, host: options.host })
   return Layer.launch(
-    Layer.mergeAll(HttpServer.serve(app), announce).pipe(
+    Layer.mergeAll(Layer.unwrapScoped(Effect.map(app, (a) => HttpServer.serve(a))), announce).pipe(
       Layer.provide(server),
       Layer.provide(Layer.succeed(SessionStore, options.store))
     )

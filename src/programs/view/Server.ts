@@ -11,8 +11,10 @@ import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
 import { encodeJson, type Json } from "../../schema/Json.js"
-import { headOf, listSessions, MAX_PAGE, provenanceAt, timelinePage, timeTravelAt } from "./ViewData.js"
+import { SessionStore } from "../../services/SessionStore.js"
+import { makeViewData, MAX_PAGE, type ViewDataOptions } from "./ViewData.js"
 
 /**
  * What the server serves besides the API: the bundled web app.
@@ -31,7 +33,7 @@ export interface ViewAssets {
  * @since 0.2.0
  * @category models
  */
-export interface ViewOptions {
+export interface ViewOptions extends ViewDataOptions {
   readonly token: string
   readonly assets: ViewAssets
   /** The session to open first (`--session`). */
@@ -106,13 +108,19 @@ export const indexHtml = (options: { readonly session?: string }): string =>
 export const escapeAttribute = (s: string): string =>
   s.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/'/g, "&#39;").replace(/</g, "&lt;").replace(/>/g, "&gt;")
 
+/** One server-sent event carrying `value` as JSON. */
+const sseEvent = (value: unknown) => `data: ${encodeJson(value as Json)}\n\n`
+
 /**
- * The viewer's HTTP app over the SessionStore Tag.
+ * The viewer's HTTP app over the SessionStore Tag; the sessions' indexes and their followers live
+ * as long as the scope.
  *
  * @since 0.2.0
  * @category constructors
  */
-export const makeApp = (options: ViewOptions) => {
+export const makeApp = Effect.fn("ViewServer.makeApp")(function*(options: ViewOptions) {
+  const store = yield* SessionStore
+  const { headOf, listSessions, live, provenanceAt, timelinePage, timeTravelAt } = yield* makeViewData(store, options)
   const requireToken = <E, R>(handler: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
     Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
@@ -157,6 +165,20 @@ export const makeApp = (options: ViewOptions) => {
         Effect.map(headOf(id), (head) => jsonResponse(head, notFound(head.problem) ? 404 : 200))))
     ),
     HttpRouter.get(
+      "/api/sessions/:id/live",
+      // server-sent events (EventSource sends the token in the query): the count now, then each
+      // time the store's follow sees the log grow
+      requireToken(Effect.flatMap(sessionId, (id) =>
+        Effect.map(headOf(id), (head) =>
+          notFound(head.problem) ? jsonResponse(head, 404) : HttpServerResponse.stream(
+          Stream.concat(
+            Stream.make("retry: 1000\n\n"),
+            Stream.map(live(id), (count) => sseEvent({ count }))
+          ).pipe(Stream.encodeText),
+          { contentType: "text/event-stream; charset=utf-8" }
+        ))))
+    ),
+    HttpRouter.get(
       "/api/sessions/:id/at/:seq",
       requireToken(Effect.gen(function*() {
         const id = yield* sessionId
@@ -184,4 +206,4 @@ export const makeApp = (options: ViewOptions) => {
     Effect.catchTag("RouteNotFound", () => Effect.succeed(jsonResponse({ error: "NotFound" }, 404))),
     Effect.map(HttpServerResponse.setHeaders(SECURITY_HEADERS))
   )
-}
+})

@@ -1,65 +1,26 @@
 /**
- * The viewer's reads over the `SessionStore` Tag (docs/viewer.md "The JSON API"): the sessions
- * with their verify status, one page of a session's timeline, time travel at a seq, provenance.
- * Every read is a validated streamed read (`ReadEach`): a page keeps only its own events, time
- * travel only the prefix up to its seq. A log that fails to load reports its rule, seq and line
- * with what loads of it. Never writes.
+ * The viewer's reads over a `SessionStore` (docs/viewer.md "The JSON API"): the sessions with their
+ * verify status, one page of a session's timeline, time travel at a seq, provenance, and the live
+ * count of a session. Each session is indexed once per server (`ViewIndex`, at most `maxIndexes`
+ * at a time) and the index follows the store as the log grows; a page reads the log only up to
+ * its end, the last page comes from the index's tail. A log that fails to load reports its rule,
+ * seq and line with what loads of it. Never writes.
  *
  * @since 0.2.0
  */
+import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as PubSub from "effect/PubSub"
+import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import type { StoreFailure } from "../../schema/Errors.js"
 import type { Event } from "../../schema/Events.js"
-import type { SessionLogError } from "../../schema/Errors.js"
 import type { SessionHeader } from "../../schema/SessionHeader.js"
-import { readEach } from "../../services/ReadEach.js"
-import { SessionStore, type SessionStoreShape } from "../../services/SessionStore.js"
-import { foldSurface } from "../../services/SurfaceManager.js"
-import { errorReport } from "../Verify.js"
-import {
-  type Provenance,
-  provenanceOf,
-  relatedRows,
-  type TimelineRow,
-  timelineRows,
-  type TimeTravel,
-  timeTravel
-} from "./Views.js"
+import type { SessionStoreShape } from "../../services/SessionStore.js"
+import { buildIndex, type LoadProblem, readRange, readSeqs, type SessionIndex, type TornTailNote } from "./ViewIndex.js"
+import { type Provenance, relatedRows, type TimelineRow, timelineRows, type TimeTravel, timeTravel } from "./Views.js"
 
-/**
- * Why a log did not load: the rule, the seq and (JSONL) the line of the first rejection.
- *
- * @since 0.2.0
- * @category models
- */
-export interface LoadProblem {
-  readonly tag: string
-  readonly rule: string | null
-  readonly seq: number | null
-  readonly line: number | null
-  readonly message: string
-}
-
-const problemOf = (e: unknown): LoadProblem => {
-  const tagged = typeof e === "object" && e !== null && "_tag" in e
-  if (!tagged) return { tag: "Unknown", rule: null, seq: null, line: null, message: String(e) }
-  const r = errorReport(e as SessionLogError)
-  const lineOf = (e as { readonly line?: unknown }).line
-  const line = typeof lineOf === "number" ? lineOf : null
-  return { tag: r._tag, rule: r.rule, seq: r.seq, line, message: r.message }
-}
-
-/**
- * A torn tail a read left out (not an error: `repair` removes it): where it starts and, from
- * JSONL, its line.
- *
- * @since 0.2.0
- * @category models
- */
-export interface TornTailNote {
-  readonly fromSeq: number
-  readonly reason: string
-  readonly line: number | null
-}
 
 /**
  * A session of the list: its header, its size, last activity and verify status.
@@ -78,66 +39,6 @@ export interface SessionSummary {
   readonly problem: LoadProblem | null
   readonly tornTail: TornTailNote | null
 }
-
-const PREVIEW_CHARS = 120
-
-/** A validated streamed read of one session, handing on its events; failures become a problem. */
-const readSession = (
-  store: SessionStoreShape,
-  id: string,
-  onEvents: (events: ReadonlyArray<Event>) => void
-) =>
-  readEach((sink) => store.loadEach(id, sink), store.load(id), (events) => Effect.sync(() => onEvents(events))).pipe(
-    Effect.map((r) => ({
-      header: r.header as SessionHeader | undefined,
-      count: r.count,
-      problem: null as LoadProblem | null,
-      tornTail: r.tornTail === undefined ? null : {
-        fromSeq: r.tornTail.fromSeq,
-        reason: r.tornTail.reason as string,
-        line: r.tornTailExtent?.line ?? null
-      } as TornTailNote | null
-    })),
-    Effect.catchAll((e) => Effect.succeed({ header: undefined, count: 0, problem: problemOf(e), tornTail: null as TornTailNote | null }))
-  )
-
-/**
- * The sessions of the store with their status (each read streamed: memory bounded by a chunk).
- *
- * @since 0.2.0
- * @category utils
- */
-export const listSessions = Effect.fn("ViewData.listSessions")(function*() {
-  const store = yield* SessionStore
-  const headers = yield* store.list()
-  return yield* Effect.forEach(headers, (h) => {
-    let events = 0
-    let last = h.createdAt
-    let preview = ""
-    return Effect.map(
-      readSession(store, h.id, (chunk) => {
-        for (const e of chunk) {
-          events++
-          if (e.time > last) last = e.time
-          if (preview === "" && e.type === "user/message") {
-            const content = (e.data as { content?: ReadonlyArray<{ type?: string; text?: string }> }).content ?? []
-            preview = content.map((b) => b.type === "text" ? b.text ?? "" : "").join(" ").slice(0, PREVIEW_CHARS)
-          }
-        }
-      }),
-      ({ problem, tornTail }): SessionSummary => ({
-        id: h.id,
-        createdAt: h.createdAt,
-        parentSession: h.parentSession ?? null,
-        events,
-        lastActivity: last,
-        preview,
-        problem,
-        tornTail
-      })
-    )
-  })
-})
 
 /**
  * One page of a session's timeline.
@@ -164,73 +65,229 @@ export interface TimelinePage {
 export const MAX_PAGE = 2_000
 
 /**
- * The timeline rows of events `[offset, offset + limit)` (limit at most `MAX_PAGE`): one streamed
- * read that keeps only the page's events.
+ * How many sessions' indexes a server keeps (each with its follower); the least recently used is
+ * dropped first and rebuilt when asked again.
  *
  * @since 0.2.0
- * @category utils
+ * @category constants
  */
-export const timelinePage = Effect.fn("ViewData.timelinePage")(function*(id: string, offset: number, limit: number) {
-  const store = yield* SessionStore
-  const n = Math.max(0, Math.min(limit, MAX_PAGE))
-  const page: Array<Event> = []
-  let seen = 0
-  const { problem, tornTail } = yield* readSession(store, id, (chunk) => {
-    for (const e of chunk) {
-      if (seen >= offset && seen < offset + n) page.push(e)
-      seen++
-    }
+export const MAX_INDEXES = 64
+
+/**
+ * Options of the viewer's reads.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface ViewDataOptions {
+  /** How many sessions' indexes to keep (default `MAX_INDEXES`). */
+  readonly maxIndexes?: number
+}
+
+/**
+ * The viewer's reads over one store.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface ViewData {
+  readonly listSessions: () => Effect.Effect<ReadonlyArray<SessionSummary>, StoreFailure>
+  /** The timeline rows of events `[offset, offset + limit)` (limit at most `MAX_PAGE`). */
+  readonly timelinePage: (id: string, offset: number, limit: number) => Effect.Effect<TimelinePage>
+  /** Time travel at `seq` (null when the log does not reach it). */
+  readonly timeTravelAt: (id: string, seq: number) => Effect.Effect<{
+    readonly at: TimeTravel | null
+    readonly problem: LoadProblem | null
+  }>
+  /** Provenance of `seq` both ways, with the events it names as timeline rows. */
+  readonly provenanceAt: (id: string, seq: number) => Effect.Effect<{
+    readonly provenance: Provenance | null
+    readonly related: ReadonlyArray<TimelineRow>
+    readonly problem: LoadProblem | null
+  }>
+  /** The number of events of a session that load. */
+  readonly headOf: (id: string) => Effect.Effect<{ readonly id: string; readonly count: number; readonly problem: LoadProblem | null }>
+  /**
+   * The session's count now, then each time the log grows (from the store's follow); ends when
+   * the index is dropped (a replaced log, or more sessions indexed than kept).
+   */
+  readonly live: (id: string) => Stream.Stream<number>
+  /** The index of a session (built if needed): what the reads answer from. */
+  readonly index: (id: string) => Effect.Effect<SessionIndex>
+}
+
+interface Entry {
+  readonly index: SessionIndex
+  readonly changes: PubSub.PubSub<number>
+  follower: Fiber.RuntimeFiber<void> | undefined
+}
+
+/** A tool row's pairing from the index (across pages), other rows as they are. */
+const paired = (index: SessionIndex, rows: ReadonlyArray<TimelineRow>): Array<TimelineRow> =>
+  rows.map((r) => r.type === "tool/call" || r.type === "tool/result" ? { ...r, pairedSeq: index.pairs.get(r.seq) ?? null } : r)
+
+/**
+ * The viewer's reads over `store`, with the indexes and their followers living as long as the scope.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const makeViewData = (store: SessionStoreShape, options: ViewDataOptions = {}) =>
+  Effect.gen(function*() {
+    const scope = yield* Effect.scope
+    const maxIndexes = Math.max(1, options.maxIndexes ?? MAX_INDEXES)
+    const building = yield* Effect.makeSemaphore(1)
+    // in use order: the least recently used first
+    const entries = new Map<string, Entry>()
+
+    const drop = (id: string, entry: Entry) =>
+      Effect.suspend(() => {
+        if (entries.get(id) === entry) entries.delete(id)
+        return Effect.zipRight(
+          entry.follower === undefined ? Effect.void : Fiber.interrupt(entry.follower),
+          PubSub.shutdown(entry.changes)
+        )
+      })
+
+    /** Extend the index from the store's follow; a failure (a replaced log) drops the index. */
+    const follow = (id: string, entry: Entry) =>
+      store.follow(id, { fromSeq: entry.index.count }).pipe(
+        Stream.takeWhile(() => entry.index.problem === null),
+        Stream.runForEachChunk((chunk) =>
+          Effect.suspend(() => entry.index.extend(Chunk.toReadonlyArray(chunk)) || entry.index.problem !== null
+            ? PubSub.publish(entry.changes, entry.index.count)
+            : Effect.void
+          )
+        ),
+        // a replaced log (L8) or a failed read: the index is dropped, rebuilt when next asked
+        Effect.catchAll(() =>
+          Effect.suspend(() => {
+            if (entries.get(id) === entry) entries.delete(id)
+            return PubSub.shutdown(entry.changes)
+          })
+        )
+      )
+
+    const build = (id: string, header: SessionHeader | undefined) =>
+      Effect.gen(function*() {
+        const cached = entries.get(id)
+        if (cached !== undefined) return cached.index
+        const index = yield* buildIndex(store, id, header)
+        // an unknown session is not kept (it may be created later)
+        if (index.problem?.tag === "SessionNotFound") return index
+        const entry: Entry = { index, changes: yield* PubSub.sliding<number>(16), follower: undefined }
+        entries.set(id, entry)
+        if (index.problem === null) entry.follower = yield* Effect.forkIn(follow(id, entry), scope)
+        while (entries.size > maxIndexes) {
+          const [oldId, oldest] = entries.entries().next().value as [string, Entry]
+          yield* drop(oldId, oldest)
+        }
+        return index
+      })
+
+    const indexOf = (id: string, header?: SessionHeader): Effect.Effect<SessionIndex> =>
+      Effect.suspend(() => {
+        const cached = entries.get(id)
+        if (cached === undefined) return building.withPermits(1)(build(id, header))
+        // used now: last in the order
+        entries.delete(id)
+        entries.set(id, cached)
+        return Effect.succeed(cached.index)
+      })
+
+    /** The events `[from, to)` of an index: from its tail, or read up to `to`. */
+    const eventsOf = (index: SessionIndex, from: number, to: number) =>
+      Effect.suspend(() => {
+        const held = index.fromTail(from, to)
+        return held !== undefined ? Effect.succeed(held) : readRange(store, index.id, from, to)
+      })
+
+    const listSessions = () =>
+      Effect.gen(function*() {
+        const headers = yield* store.list()
+        return yield* Effect.forEach(headers, (h) =>
+          Effect.map(indexOf(h.id, h), (index): SessionSummary => ({
+            id: h.id,
+            createdAt: h.createdAt,
+            parentSession: h.parentSession ?? null,
+            events: index.count,
+            lastActivity: Math.max(h.createdAt, index.lastActivity),
+            preview: index.preview,
+            problem: index.problem,
+            tornTail: index.tornTail
+          })))
+      }).pipe(Effect.withSpan("ViewData.listSessions"))
+
+    const timelinePage = (id: string, offset: number, limit: number) =>
+      Effect.gen(function*() {
+        const index = yield* indexOf(id)
+        const total = index.count
+        const from = Math.min(offset, total)
+        const to = Math.min(offset + Math.max(0, Math.min(limit, MAX_PAGE)), total)
+        const events = yield* eventsOf(index, from, to)
+        return {
+          id,
+          total,
+          offset,
+          rows: paired(index, timelineRows(events)),
+          problem: index.problem,
+          tornTail: index.tornTail
+        } satisfies TimelinePage
+      }).pipe(Effect.withSpan("ViewData.timelinePage", { attributes: { sessionId: id, offset, limit } }))
+
+    const timeTravelAt = (id: string, seq: number) =>
+      Effect.gen(function*() {
+        const index = yield* indexOf(id)
+        if (seq < 0 || seq >= index.count) return { at: null, problem: index.problem }
+        // the prefix up to seq: read only up to it
+        const prefix = yield* eventsOf(index, 0, seq + 1)
+        return { at: timeTravel(prefix, seq) ?? null, problem: index.problem }
+      }).pipe(Effect.withSpan("ViewData.timeTravelAt", { attributes: { sessionId: id, seq } }))
+
+    const provenanceAt = (id: string, seq: number) =>
+      Effect.gen(function*() {
+        const index = yield* indexOf(id)
+        if (seq < 0 || seq >= index.count) return { provenance: null, related: [], problem: index.problem }
+        const replaced = index.replacementOf(seq) ?? null
+        const provenance: Provenance = {
+          seq,
+          replaced,
+          shadowedBy: index.replacementsShadowing(seq),
+          sources: index.sources.get(seq) ?? []
+        }
+        const named = new Set<number>([
+          ...(replaced?.shadowedSeqs ?? []),
+          ...provenance.shadowedBy.map((r) => r.seq),
+          ...provenance.sources
+        ])
+        const events: Map<number, Event> = yield* readSeqs(store, id, named)
+        return { provenance, related: paired(index, relatedRows(provenance, (s) => events.get(s))), problem: index.problem }
+      }).pipe(Effect.withSpan("ViewData.provenanceAt", { attributes: { sessionId: id, seq } }))
+
+    const headOf = (id: string) => Effect.map(indexOf(id), (index) => ({ id, count: index.count, problem: index.problem }))
+
+    const live = (id: string): Stream.Stream<number> =>
+      Stream.unwrapScoped(Effect.gen(function*() {
+        const index = yield* indexOf(id)
+        const entry = entries.get(id)
+        if (entry === undefined || entry.index !== index) return Stream.make(index.count)
+        const changes = yield* PubSub.subscribe(entry.changes)
+        // subscribed before the count is read: no growth falls between the two
+        return Stream.concat(Stream.make(index.count), Stream.fromQueue(changes))
+      }))
+
+    yield* Scope.addFinalizer(
+      scope,
+      Effect.suspend(() => Effect.forEach([...entries], ([id, entry]) => drop(id, entry), { discard: true }))
+    )
+
+    return {
+      listSessions,
+      timelinePage,
+      timeTravelAt,
+      provenanceAt,
+      headOf,
+      live,
+      index: indexOf
+    } satisfies ViewData
   })
-  return { id, total: seen, offset, rows: timelineRows(page), problem, tornTail } satisfies TimelinePage
-})
-
-/**
- * Time travel at `seq` (undefined when the log does not reach it): one streamed read keeping the
- * prefix up to `seq`.
- *
- * @since 0.2.0
- * @category utils
- */
-export const timeTravelAt = Effect.fn("ViewData.timeTravelAt")(function*(id: string, seq: number) {
-  const store = yield* SessionStore
-  const prefix: Array<Event> = []
-  const { problem } = yield* readSession(store, id, (chunk) => {
-    for (const e of chunk) if (e.seq <= seq) prefix.push(e)
-  })
-  return { at: timeTravel(prefix, seq) ?? null, problem } as { readonly at: TimeTravel | null; readonly problem: LoadProblem | null }
-})
-
-/**
- * Provenance of `seq` both ways, with the events it names (the replaced span's shadowed events,
- * the replacing events), each as a timeline row.
- *
- * @since 0.2.0
- * @category utils
- */
-export const provenanceAt = Effect.fn("ViewData.provenanceAt")(function*(id: string, seq: number) {
-  const store = yield* SessionStore
-  const events: Array<Event> = []
-  const { problem } = yield* readSession(store, id, (chunk) => void events.push(...chunk))
-  const fold = foldSurface(events)
-  if (!("nodes" in fold) || seq < 0 || seq >= events.length) {
-    return { provenance: null, related: [], problem } as {
-      readonly provenance: Provenance | null
-      readonly related: ReadonlyArray<TimelineRow>
-      readonly problem: LoadProblem | null
-    }
-  }
-  const provenance = provenanceOf(fold.replacements, events[seq])
-  return { provenance, related: relatedRows(provenance, (s) => events[s]), problem }
-})
-
-/**
- * The number of events of a session that load (what live polling compares).
- *
- * @since 0.2.0
- * @category utils
- */
-export const headOf = Effect.fn("ViewData.headOf")(function*(id: string) {
-  const store = yield* SessionStore
-  const { count, problem } = yield* readSession(store, id, () => undefined)
-  return { id, count, problem }
-})

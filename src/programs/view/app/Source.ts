@@ -8,7 +8,8 @@
 import * as Data from "effect/Data"
 import type { Event } from "../../../schema/Events.js"
 import { foldSurface } from "../../../services/SurfaceManager.js"
-import type { LoadProblem, SessionSummary, TimelinePage, TornTailNote } from "../ViewData.js"
+import type { SessionSummary, TimelinePage } from "../ViewData.js"
+import type { LoadProblem, TornTailNote } from "../ViewIndex.js"
 import {
   type Provenance,
   provenanceOf,

@@ -1,0 +1,307 @@
+/**
+ * The viewer's index of one session (docs/viewer.md "Scale"): built once per session per server by
+ * one validated streamed read, then extended from the store's `follow` as the log grows. It keeps
+ * numbers, not events: the count, the list's summary, the pairing of tool calls with their results,
+ * the replacement history (provenance both ways) and the surface; plus the last `TAIL` events (the
+ * live page). Pages, time travel and provenance read the log only up to the end of their range
+ * (`readRange`).
+ *
+ * @since 0.2.0
+ */
+import * as Effect from "effect/Effect"
+import type { Event } from "../../schema/Events.js"
+import type { SessionLogError } from "../../schema/Errors.js"
+import type { SessionHeader } from "../../schema/SessionHeader.js"
+import { checkVocabulary, isRecord } from "../../schema/Validation.js"
+import { readEach } from "../../services/ReadEach.js"
+import { checkSeedRecord, wrapL9 } from "../../services/Seed.js"
+import type { SessionStoreShape } from "../../services/SessionStore.js"
+import { applyPlan, isPlan, planSurface, type Replacement } from "../../services/SurfaceManager.js"
+import { errorReport } from "../Verify.js"
+
+/**
+ * Why a log did not load: the rule, the seq and (JSONL) the line of the first rejection.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface LoadProblem {
+  readonly tag: string
+  readonly rule: string | null
+  readonly seq: number | null
+  readonly line: number | null
+  readonly message: string
+}
+
+/**
+ * A torn tail a read left out (not an error: `repair` removes it): where it starts and, from
+ * JSONL, its line.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface TornTailNote {
+  readonly fromSeq: number
+  readonly reason: string
+  readonly line: number | null
+}
+
+/**
+ * The problem a read error reports.
+ *
+ * @since 0.2.0
+ * @category utils
+ */
+export const problemOf = (e: unknown): LoadProblem => {
+  const tagged = typeof e === "object" && e !== null && "_tag" in e
+  if (!tagged) return { tag: "Unknown", rule: null, seq: null, line: null, message: String(e) }
+  const r = errorReport(e as SessionLogError)
+  const lineOf = (e as { readonly line?: unknown }).line
+  const line = typeof lineOf === "number" ? lineOf : null
+  return { tag: r._tag, rule: r.rule, seq: r.seq, line, message: r.message }
+}
+
+/**
+ * How many of the last events the index keeps (the app's last page: live appends are served
+ * from memory).
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const TAIL = 200
+
+const PREVIEW_CHARS = 120
+
+type Rec = Record<string, unknown>
+const isRec = (u: unknown): u is Rec => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/** The call id a tool call names, or a tool result answers. */
+const callIdOf = (e: Event): { readonly call?: string; readonly result?: string } => {
+  const d = e.data as unknown
+  if (!isRec(d)) return {}
+  if (e.type === "tool/call" && typeof d.callId === "string") return { call: d.callId }
+  if (e.type === "tool/result" && isRec(d.message) && Array.isArray(d.message.content)) {
+    const block = d.message.content[0]
+    if (isRec(block) && typeof block.toolCallId === "string") return { result: block.toolCallId }
+  }
+  return {}
+}
+
+/**
+ * One session's index: numbers, not events (but the last `TAIL` of them).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export class SessionIndex {
+  /** Events that load (validated). */
+  count = 0
+  problem: LoadProblem | null = null
+  tornTail: TornTailNote | null = null
+  lastActivity: number
+  /** The first user message's text, clipped (what people search for). */
+  preview = ""
+  /** A tool call's seq to its result's seq and back (the first result answering the call). */
+  readonly pairs = new Map<number, number>()
+  /** The replacement history, in seq order. */
+  readonly replacements: Array<Replacement> = []
+  /** A shadowed seq to the replacements (indexes into `replacements`) that shadowed it. */
+  readonly shadowedBy = new Map<number, Array<number>>()
+  /** The surface after the last event. */
+  readonly nodes: Array<number> = []
+  /** The `sourceEventSeqs` of the events that name sources. */
+  readonly sources = new Map<number, ReadonlyArray<number>>()
+  /** The last `TAIL` events, in seq order. */
+  tail: Array<Event> = []
+  private readonly openCalls = new Map<string, number>()
+  private readonly replacementAt = new Map<number, number>()
+  // the tool results on the surface (a rewrite of one is checked against it, G2)
+  private readonly toolResults = new Map<number, Event>()
+
+  constructor(readonly id: string, readonly header: SessionHeader | undefined) {
+    this.lastActivity = header?.createdAt ?? 0
+  }
+
+  /** The replacement `seq` made, if it made one. */
+  replacementOf(seq: number): Replacement | undefined {
+    const i = this.replacementAt.get(seq)
+    return i === undefined ? undefined : this.replacements[i]
+  }
+
+  /** The replacements that shadowed `seq`. */
+  replacementsShadowing(seq: number): Array<Replacement> {
+    return (this.shadowedBy.get(seq) ?? []).map((i) => this.replacements[i])
+  }
+
+  /** The events of `[from, to)` when the tail holds all of them. */
+  fromTail(from: number, to: number): Array<Event> | undefined {
+    const first = this.count - this.tail.length
+    return from >= first && to <= this.count ? this.tail.slice(from - first, to - first) : undefined
+  }
+
+  /**
+   * Take the next validated event (seq `count`) into the index; the surface rule it breaks, if
+   * it breaks one (then nothing is taken).
+   */
+  add(e: Event) {
+    const plan = planSurface(this.nodes, e, this.count, (s) => this.toolResults.get(s))
+    if (!isPlan(plan)) return plan
+    if (plan._tag === "Replace") {
+      const i = this.replacements.length
+      this.replacements.push({ seq: e.seq, start: plan.start, end: plan.end, shadowedSeqs: [...plan.shadowed] })
+      this.replacementAt.set(e.seq, i)
+      for (const s of plan.shadowed) {
+        const by = this.shadowedBy.get(s)
+        if (by === undefined) this.shadowedBy.set(s, [i])
+        else by.push(i)
+        this.toolResults.delete(s)
+      }
+    }
+    if (plan._tag !== "None" && e.type === "tool/result") this.toolResults.set(e.seq, e)
+    applyPlan(this.nodes, plan, e.seq)
+    const { call, result } = callIdOf(e)
+    if (call !== undefined && !this.openCalls.has(call)) this.openCalls.set(call, e.seq)
+    if (result !== undefined) {
+      const at = this.openCalls.get(result)
+      if (at !== undefined) {
+        this.openCalls.delete(result)
+        this.pairs.set(at, e.seq)
+        this.pairs.set(e.seq, at)
+      }
+    }
+    if (Array.isArray(e.sourceEventSeqs) && e.sourceEventSeqs.length > 0) this.sources.set(e.seq, e.sourceEventSeqs)
+    if (e.time > this.lastActivity) this.lastActivity = e.time
+    if (this.preview === "" && e.type === "user/message") {
+      const content = (e.data as { content?: ReadonlyArray<{ type?: string; text?: string }> }).content ?? []
+      this.preview = content.map((b) => b.type === "text" ? b.text ?? "" : "").join(" ").slice(0, PREVIEW_CHARS)
+    }
+    this.tail.push(e)
+    if (this.tail.length > 2 * TAIL) this.tail = this.tail.slice(-TAIL)
+    this.count++
+    return undefined
+  }
+
+  /**
+   * Records the store committed after the indexed ones (from `follow`): each checked as a cold
+   * read checks it (K7, the per-record seed checks, the surface rules) and taken; the first
+   * rejection becomes the index's problem and nothing after it is taken. Whether any was taken.
+   */
+  extend(records: ReadonlyArray<unknown>): boolean {
+    let taken = false
+    for (const raw of records) {
+      if (this.problem !== null) break
+      const seq = this.count
+      const unknownType = isRecord(raw) && typeof raw.type === "string"
+        ? checkVocabulary(raw.type, raw.ignorable, seq, "K7")
+        : undefined
+      const event = unknownType ?? checkSeedRecord(raw, seq, true)
+      if ("_tag" in event) {
+        this.problem = problemOf(event._tag === "UnknownEventType" ? event : wrapL9(this.id)(event))
+        break
+      }
+      const rejected = this.add(event)
+      if (rejected !== undefined) {
+        this.problem = problemOf(wrapL9(this.id)(rejected))
+        break
+      }
+      taken = true
+    }
+    return taken
+  }
+}
+
+/** The validated streamed read of a session; a failure becomes its problem. */
+const readValidated = (
+  store: SessionStoreShape,
+  id: string,
+  onEvents: (events: ReadonlyArray<Event>) => Effect.Effect<void, ReadStop>
+) =>
+  readEach((sink) => store.loadEach(id, sink), store.load(id), onEvents).pipe(
+    Effect.map((r) => ({
+      header: r.header as SessionHeader | undefined,
+      problem: null as LoadProblem | null,
+      tornTail: r.tornTail === undefined ? null : {
+        fromSeq: r.tornTail.fromSeq,
+        reason: r.tornTail.reason as string,
+        line: r.tornTailExtent?.line ?? null
+      } as TornTailNote | null
+    })),
+    Effect.catchIf(
+      (e): e is ReadStop => e instanceof ReadStop,
+      () => Effect.succeed({ header: undefined, problem: null, tornTail: null })
+    ),
+    Effect.catchAll((e) => Effect.succeed({ header: undefined, problem: problemOf(e), tornTail: null as TornTailNote | null }))
+  )
+
+/** Ends a read once its range is read (not an error: the read is done). */
+class ReadStop {
+  readonly _tag = "ReadStop"
+}
+const STOP = new ReadStop()
+
+/**
+ * Build the index of `id` by one validated streamed read (memory bounded by a chunk and the
+ * index's numbers). A session that fails to load is indexed up to its first rejection, with the
+ * problem.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const buildIndex = (store: SessionStoreShape, id: string, header: SessionHeader | undefined) =>
+  Effect.gen(function*() {
+    const index = new SessionIndex(id, header)
+    const read = yield* readValidated(store, id, (events) =>
+      Effect.sync(() => {
+        for (const e of events) {
+          // accepted by the read's seed validation: the surface plan cannot fail here
+          if (index.add(e) !== undefined) break
+        }
+      }))
+    index.problem = read.problem
+    index.tornTail = read.tornTail
+    return index
+  }).pipe(Effect.withSpan("ViewIndex.build", { attributes: { sessionId: id } }))
+
+/**
+ * The validated events of `id` in `[from, to)`: a streamed read that stops at `to` (the events
+ * before `from` are read and checked, not kept).
+ *
+ * @since 0.2.0
+ * @category utils
+ */
+export const readRange = (store: SessionStoreShape, id: string, from: number, to: number) =>
+  Effect.gen(function*() {
+    const out: Array<Event> = []
+    if (to <= from) return out
+    yield* readValidated(store, id, (events) =>
+      Effect.suspend(() => {
+        for (const e of events) {
+          if (e.seq >= to) return Effect.fail(STOP)
+          if (e.seq >= from) out.push(e)
+        }
+        return out.length > 0 && out[out.length - 1].seq >= to - 1 ? Effect.fail(STOP) : Effect.void
+      }))
+    return out
+  }).pipe(Effect.withSpan("ViewIndex.readRange", { attributes: { sessionId: id, from, to } }))
+
+/**
+ * The validated events of `id` whose seqs are in `seqs` (a read up to the largest).
+ *
+ * @since 0.2.0
+ * @category utils
+ */
+export const readSeqs = (store: SessionStoreShape, id: string, seqs: ReadonlySet<number>) =>
+  Effect.gen(function*() {
+    const out = new Map<number, Event>()
+    if (seqs.size === 0) return out
+    const last = Math.max(...seqs)
+    yield* readValidated(store, id, (events) =>
+      Effect.suspend(() => {
+        for (const e of events) {
+          if (seqs.has(e.seq)) out.set(e.seq, e)
+          if (e.seq >= last) return Effect.fail(STOP)
+        }
+        return Effect.void
+      }))
+    return out
+  }).pipe(Effect.withSpan("ViewIndex.readSeqs", { attributes: { sessionId: id } }))
