@@ -475,6 +475,14 @@ export interface SessionStoreImpl {
    * default a poll every `FOLLOW_POLL_MILLIS`.
    */
   readonly wakeups?: (id: string) => Stream.Stream<void, StoreFailure>
+  /**
+   * The reads of one follower of `id`, for a backend that can read what was committed since the
+   * follower's last read without reading the whole log (JSONL: from the last byte offset read).
+   * Each call returns the committed events from `fromSeq` (always the seq after the last one
+   * returned, or the one before it), or `undefined` when the session is not stored (`readFrom`
+   * then answers). By default every read is a `readFrom`.
+   */
+  readonly followReader?: (id: string) => (fromSeq: number) => Effect.Effect<ReadonlyArray<unknown> | undefined, ReadError>
   readonly truncateTornTail: SessionStoreShape["truncateTornTail"]
   readonly replaceLog: SessionStoreShape["replaceLog"]
 }
@@ -568,7 +576,8 @@ export const make = (impl: SessionStoreImpl): SessionStoreShape => {
   const follow = StoreFollow.followOver({
     readFrom: shape.readFrom,
     subscribe: StoreFollow.makeWatchers(impl.name, impl.wakeups ?? (() => StoreFollow.pollWakeups())),
-    checkFromSeq
+    checkFromSeq,
+    ...(impl.followReader === undefined ? {} : { reader: impl.followReader })
   })
   const appendBatchSync = impl.appendBatchSync
   if (appendBatchSync === undefined) return shape

@@ -121,6 +121,11 @@ export interface FollowParts<E> {
   readonly subscribe: Subscribe
   /** L10: the refusal of a bad `fromSeq`, checked before anything is watched. */
   readonly checkFromSeq: (fromSeq: number) => SeqNotContiguous | undefined
+  /**
+   * The reads of one follower, when the backend can read only what is new
+   * (`SessionStoreImpl.followReader`); `undefined` from a read: `readFrom` answers it.
+   */
+  readonly reader?: (id: string) => (fromSeq: number) => Effect.Effect<ReadonlyArray<unknown> | undefined, E>
 }
 
 /**
@@ -131,19 +136,23 @@ export interface FollowParts<E> {
  * @since 0.2.0
  * @category constructors
  */
-export const followOver = <E>({ checkFromSeq, readFrom, subscribe }: FollowParts<E>) =>
+export const followOver = <E>({ checkFromSeq, readFrom, reader, subscribe }: FollowParts<E>) =>
 (id: string, options?: FollowOptions): Stream.Stream<unknown, E | SeqNotContiguous | AppendConflict> =>
   Stream.unwrapScoped(Effect.gen(function*() {
     const fromSeq = options?.fromSeq ?? 0
     const bad = checkFromSeq(fromSeq)
     if (bad !== undefined) return yield* bad
     const wake = yield* subscribe(id)
+    const own = reader?.(id)
+    const readSince = own === undefined
+      ? readFrom
+      : (id: string, from: number) => Effect.flatMap(own(from), (events) => events === undefined ? readFrom(id, from) : Effect.succeed(events))
     let next = fromSeq
     let last: string | undefined
     let waiting = false
     const read = Effect.gen(function*() {
       const overlap = last === undefined ? 0 : 1
-      const events = yield* readFrom(id, next - overlap)
+      const events = yield* readSince(id, next - overlap)
       if (last !== undefined && (events.length === 0 || JSON.stringify(events[0]) !== last)) {
         return yield* new AppendConflict({
           rule: "L8",

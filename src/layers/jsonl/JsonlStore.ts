@@ -29,6 +29,7 @@ import { scanFile, scanFileEach, toLoadResult } from "./Reader.js"
 import * as JsonlSessions from "./SessionCache.js"
 import { append } from "./Append.js"
 import * as Watch from "./Watch.js"
+import { followReader } from "./FollowCursor.js"
 import { changedSinceRead, hintFromRead, mapFs, type Pieces, rescan, scanOptions, underLock } from "./StoreContext.js"
 
 export type {
@@ -179,6 +180,7 @@ export const make = (
         }),
       list: () => list(p),
       wakeups: (id) => Watch.wakeups(p.files.candidates(id).map((c) => c.file)),
+      followReader: followReader(p),
       truncateTornTail: (id, tornTail, { revision }) => truncateTornTail(p, id, tornTail, revision),
       replaceLog: (id, header, events, { revision }) => replaceLog(p, id, header, events, revision)
     })

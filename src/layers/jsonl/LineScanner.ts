@@ -78,6 +78,22 @@ export interface ScanOptions {
   readonly keepEvents: boolean
   /** Stop after the header line (list). */
   readonly headerOnly?: boolean
+  /**
+   * Continue a scan that ended cleanly at `offset` (a follower's next read, `FollowCursor`): the
+   * header, the next seq and the lines before `offset` are those of the earlier scan; the bytes
+   * fed start at `offset`.
+   */
+  readonly resume?: ScanResume
+}
+
+/** Where an earlier scan of a plain file ended cleanly (after a complete committed record). */
+export interface ScanResume {
+  readonly header: SessionHeader
+  readonly storedVersion: number
+  readonly offset: number
+  readonly nextSeq: number
+  /** Lines before `offset`, the header's included. */
+  readonly lines: number
 }
 
 /** A classified file: the header, the committed prefix and the torn tail, if any. */
@@ -94,6 +110,8 @@ export interface Scanned {
    * events, and in a compressed file.
    */
   readonly lastRecord?: { readonly start: number; readonly seq: number }
+  /** Lines classified, the header's and a torn tail's included (from a resumed scan's start). */
+  readonly lines?: number
   /** The file is in the compressed layout (`FrameScanner`). */
   readonly compressed?: true
   /** Compressed: the last sound frame, its offset and header (the read's hint, as `lastRecord`). */
@@ -149,7 +167,17 @@ export class Scanner implements FileScan {
   /** Nothing more to learn: stop feeding. */
   done = false
 
-  constructor(private readonly opts: ScanOptions) {}
+  constructor(private readonly opts: ScanOptions) {
+    const resume = opts.resume
+    if (resume !== undefined) {
+      this.header = resume.header
+      this.storedVersion = resume.storedVersion
+      this.nextSeq = resume.nextSeq
+      this.lineNo = resume.lines
+      this.lineStart = resume.offset
+      this.endOffset = resume.offset
+    }
+  }
 
   /** The header, once its line was read. */
   get sessionHeader(): { readonly header: SessionHeader; readonly storedVersion: number } | undefined {
@@ -245,6 +273,7 @@ export class Scanner implements FileScan {
       events: this.events,
       nextSeq: this.nextSeq,
       tornTail,
+      lines: this.lineNo,
       ...(tornTailExtent === undefined ? {} : { tornTailExtent }),
       ...(this.lastRecordStart < 0 ? {} : { lastRecord: { start: this.lastRecordStart, seq: this.lastRecordSeq } })
     }

@@ -15,7 +15,7 @@ import type { EventSink, LoadError, LoadResult, LoadSummary } from "../../servic
 import { inoOf, isNotFound } from "./Files.js"
 import { openScan } from "./FrameScanner.js"
 import { FRAME_HEADER_BYTES, frameCrc, parseFrameHeader } from "./FrameEncoding.js"
-import { type Scanned, type ScanOptions, seqAfterLine } from "./LineScanner.js"
+import { type Scanned, Scanner, type ScanOptions, type ScanResume, seqAfterLine } from "./LineScanner.js"
 
 /** Bytes per read: large reads cost far less per byte than 64 KiB ones (lines are still cut and capped as they come). */
 const READ_CHUNK = 1_048_576
@@ -151,6 +151,51 @@ export const scanFileEach = <E, R>(
     if (rest.length > 0) yield* sink.onEvents(rest)
     return { result: outcome, ino: inoOf(info), size: offset, revision: `${inoOf(info)}:${offset}` }
   }).pipe(Effect.scoped)
+
+/**
+ * Continue a clean scan of the plain file at `path` from `opts.resume.offset` (a follower's next
+ * read, `FollowCursor`): only the bytes `[offset, S0)` are read and classified, with the header
+ * and next seq of the earlier scan. `undefined` when the file is not the one scanned (`ino`), is
+ * gone, or is shorter than `offset`: the caller reads the whole file instead.
+ */
+export const scanFileFrom = (
+  fs: FileSystem.FileSystem,
+  path: string,
+  ino: string,
+  opts: ScanOptions & { readonly resume: ScanResume },
+  method: string
+): Effect.Effect<ScanOutcome | undefined, LoadError> =>
+  Effect.gen(function*() {
+    const from = opts.resume.offset
+    const read = yield* orMissing(Effect.scoped(Effect.gen(function*() {
+      const file = yield* fs.open(path, { flag: "r" })
+      const info = yield* file.stat
+      const size0 = Number(info.size)
+      if (inoOf(info) !== ino || size0 < from) return undefined
+      const scanner = new Scanner(opts)
+      const buffer = new Uint8Array(Math.min(READ_CHUNK, Math.max(size0 - from, 1)))
+      yield* file.seek(from, "start")
+      let offset = from
+      while (offset < size0 && !scanner.done) {
+        const n = Number(yield* file.read(buffer))
+        if (n === 0) break
+        const take = Math.min(n, size0 - offset)
+        scanner.push(buffer.subarray(0, take), offset)
+        offset += take
+      }
+      return { scanner, size0 }
+    })))
+    if (Option.isNone(read) || read.value === undefined) return undefined
+    const { scanner, size0 } = read.value
+    // a file that shrank during the read (a torn tail truncated) is read again whole
+    const after = yield* orMissing(fs.stat(path))
+    if (Option.isNone(after) || inoOf(after.value) !== ino || Number(after.value.size) < size0) return undefined
+    const outcome = scanner.finish()
+    if (!("header" in outcome)) return yield* outcome
+    return { result: outcome, ino, size: size0, revision: `${ino}:${size0}` }
+  }).pipe(
+    Effect.catchTag("SystemError", "BadArgument", (cause: PlatformError) => Effect.fail(new StoreFailure({ method, cause })))
+  )
 
 /** The load result of a scan. */
 export const toLoadResult = (s: ScanOutcome): LoadResult => ({

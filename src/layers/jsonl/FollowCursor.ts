@@ -1,0 +1,82 @@
+/**
+ * A JSONL follower's reads (docs/follow.md "JSONL"): the first read scans the session file whole
+ * and remembers where its committed prefix ends (the file's identity, the byte offset after the
+ * last committed record, the next seq, the line count); each later read of the same file scans
+ * only the bytes from there. A file replaced meanwhile (another identity: `migrate`, `compact`,
+ * `replaceLog` and repairs rename a new file in) or shorter than that offset is read whole again,
+ * and the follower then checks that it still holds the event delivered last. The compressed
+ * layout and a v0 file are read whole each time.
+ */
+import * as Effect from "effect/Effect"
+import { readPipeline, type SessionStoreImpl } from "../../services/SessionStore.js"
+import type { ScanResume } from "./LineScanner.js"
+import { type ScanOutcome, scanFile, scanFileFrom, toLoadResult } from "./Reader.js"
+import { type Pieces, scanOptions } from "./StoreContext.js"
+
+interface Cursor {
+  readonly file: string
+  readonly ino: string
+  readonly resume: ScanResume
+  /** The event at `resume.nextSeq - 1`, as read (the follower's overlap check re-reads it). */
+  readonly last: unknown
+}
+
+/** Where a scan's committed prefix ends, when the next read can start there. */
+const cursorOf = (file: string, scanned: ScanOutcome, before: Cursor | undefined, fresh: ReadonlyArray<unknown>): Cursor | undefined => {
+  const { result } = scanned
+  if (result.compressed === true || result.storedVersion !== 1 || result.nextSeq === 0) return undefined
+  const torn = result.tornTail
+  const extent = result.tornTailExtent
+  // a torn tail: the next read starts at its first byte, with the lines before it
+  if (torn !== undefined && extent === undefined) return undefined
+  const last = fresh.length > 0 ? fresh[fresh.length - 1] : before?.last
+  if (last === undefined) return undefined
+  return {
+    file,
+    ino: scanned.ino,
+    last,
+    resume: {
+      header: result.header,
+      storedVersion: result.storedVersion,
+      offset: torn === undefined ? scanned.size : torn.position,
+      nextSeq: result.nextSeq,
+      lines: extent === undefined ? result.lines ?? 0 : extent.line - 1
+    }
+  }
+}
+
+/**
+ * The reads of one follower of `id` (`SessionStoreImpl.followReader`): `undefined` when the file
+ * is not there (`SessionStore.make` then reads as for `readFrom`: a registered session, L11).
+ */
+export const followReader = (p: Pieces): NonNullable<SessionStoreImpl["followReader"]> => (id) => {
+  let cursor: Cursor | undefined
+  const whole = (file: string, options: Parameters<typeof scanFile>[2], fromSeq: number) =>
+    Effect.gen(function*() {
+      cursor = undefined
+      const scanned = yield* scanFile(p.fs, file, { ...options }, "follow")
+      if (scanned === undefined) return undefined
+      const { events } = yield* readPipeline(toLoadResult(scanned))
+      cursor = cursorOf(file, scanned, undefined, events)
+      return events.slice(fromSeq)
+    })
+  return (fromSeq) =>
+    Effect.gen(function*() {
+      const found = yield* scanOptions(p, id, "follow", true)
+      if (found === undefined) {
+        cursor = undefined
+        return undefined
+      }
+      const at = cursor
+      const overlap = at === undefined ? -1 : at.resume.nextSeq - fromSeq
+      if (at === undefined || at.file !== found.file || (overlap !== 0 && overlap !== 1)) {
+        return yield* whole(found.file, found.options, fromSeq)
+      }
+      const scanned = yield* scanFileFrom(p.fs, found.file, at.ino, { ...found.options, resume: at.resume }, "follow")
+      if (scanned === undefined) return yield* whole(found.file, found.options, fromSeq)
+      // the vocabulary (K7) of the new events; the version is the earlier scan's
+      const { events } = yield* readPipeline(toLoadResult(scanned))
+      cursor = cursorOf(found.file, scanned, at, events)
+      return overlap === 1 ? [at.last, ...events] : events
+    })
+}
