@@ -108,4 +108,55 @@ describe("import --from codex", () => {
       assert.strictEqual(forced.sessions[0].status, "replaced")
       assert.deepStrictEqual(yield* eventsOf(ID), before)
     })))
+  it.scoped("compacted with replacement_history (current versions): the next request starts from exactly those items", () =>
+    run(Effect.gen(function*() {
+      const current = "019d24c3-5a1e-7b20-9f00-3c4d5e6f7a80"
+      const id = `codex:${current}`
+      const [report] = yield* importCodex(`${fixtures}/codex/current/rollout-2026-03-25T11-31-00-${current}.jsonl`)
+      assert.deepStrictEqual(report.sessions.map((s) => [s.id, s.status, s.toolCalls, s.toolResults]), [[id, "imported", 1, 1]])
+      assert.strictEqual(yield* verified(id), "ok")
+      assert.deepStrictEqual(report.keptReasons, {
+        "event_msg:user_message": 1,
+        "event_msg:agent_message": 1,
+        "event_msg:task_complete": 1,
+        "event_msg:context_compacted": 1,
+        "event_msg:item_completed": 1,
+        "type:world_state": 1
+      })
+      const events = yield* eventsOf(id)
+      const compact = byType(events, "user/message").filter((e) => data(e).source.plugin === "compact")
+      // local compaction: three items, the first replacing the surface; remote: four
+      assert.deepStrictEqual(compact.map((e) => [data(e).source.compactionId, data(e).source.item, typeof e.surfaceOp === "object"]), [
+        [`${current}:13`, "message", true],
+        [`${current}:13`, "message", false],
+        [`${current}:13`, "message", false],
+        [`${current}:18`, "message", true],
+        [`${current}:18`, "reasoning", false],
+        [`${current}:18`, "compaction", false],
+        [`${current}:18`, "compaction_summary", false]
+      ])
+      // what the request after the second compaction held: the kept prompt, the encrypted items
+      // (never shown as text), then the new prompt and answer
+      const after = yield* messagesOf(id)
+      assert.deepStrictEqual(texts(after), [
+        "user:Now make the header blue",
+        "user:reasoning",
+        "user:codex:compaction",
+        "user:codex:compaction_summary",
+        "user:And the footer?",
+        "assistant:The footer is blue too."
+      ])
+      assert.deepStrictEqual(after[1].content[0], { type: "reasoning", text: "brief", encryptedContent: "gAAAAABp-two==" })
+      assert.deepStrictEqual(after[2].content[0], { type: "codex:compaction", encrypted_content: "gAAAAABp-three==" })
+      // between the two: the local compaction's items, the image kept inline
+      const middle = yield* messagesAt(id, compact[3].seq - 1)
+      assert.isTrue(texts(middle)[0].startsWith("user:<environment_context>"))
+      assert.deepStrictEqual(middle[1].content[1], { type: "image", attachment: { imageUrl: "data:image/png;base64,iVBORw0KGgo=" } })
+      assert.isTrue(texts([middle[2]])[0].startsWith("user:Another language model started"))
+      assert.deepStrictEqual(texts(middle.slice(3)), ["user:Now make the header blue", "assistant:Done: the header is blue."])
+      // the record's envelope keeps its message, not the replacement history (stored once, as events)
+      const envelope = byType(events, "import/source").find((e) => data(e).line === 13)!
+      assert.strictEqual(data(envelope).record.payload.message.slice(0, 15), "Another languag")
+      assert.isUndefined(data(envelope).record.payload.replacement_history)
+    })))
 })

@@ -66,6 +66,34 @@ const outputOf = (output: unknown): Array<ContentBlock> => {
   return [{ type: "text", text: jsonText(output ?? null) }]
 }
 
+/**
+ * One item of a `compacted` record's `replacement_history` as a compaction message's content:
+ * a message's content items, a reasoning item's summary (its encrypted content kept, never text),
+ * and any other item (remote compaction's encrypted `compaction`, a tool call or output) kept
+ * whole as a block of its own kind; the source names the item's type and role.
+ */
+const replacementItem = (item: unknown): { readonly content: Array<ContentBlock>; readonly source: Record<string, unknown> } => {
+  if (!isObject(item)) return { content: [{ type: "unknown", value: item }], source: { item: "none" } }
+  const type = typeof item.type === "string" ? item.type : "message"
+  if (type === "message" || (item.type === undefined && item.role !== undefined)) {
+    return { content: itemsOf(item.content), source: { item: "message", ...(typeof item.role === "string" ? { role: item.role } : {}) } }
+  }
+  if (type === "reasoning") return { content: [reasoningBlock(item)], source: { item: type } }
+  return { content: [{ ...item, type: `codex:${type}` } as ContentBlock], source: { item: type } }
+}
+
+/** A reasoning item as a `reasoning` block: its summary as text, encrypted content kept apart. */
+const reasoningBlock = (payload: Rec): ContentBlock => {
+  const summary = Array.isArray(payload.summary) ? payload.summary : []
+  return {
+    type: "reasoning",
+    text: summary.map((s) => (isObject(s) && typeof s.text === "string" ? s.text : "")).join("\n\n"),
+    // encrypted reasoning is kept for a replay, never shown as text
+    ...(payload.encrypted_content === undefined ? {} : { encryptedContent: payload.encrypted_content }),
+    ...(payload.content === undefined || payload.content === null ? {} : { rawContent: payload.content })
+  } as ContentBlock
+}
+
 /** Whether a tool output reports failure (`{ success: false }`). */
 const failed = (output: unknown): boolean => isObject(output) && output.success === false
 
@@ -173,9 +201,27 @@ export const importCodexFile = (
         }
         case "compacted": {
           flush()
-          const seq = envelope()
-          const summary = nonEmpty(payload?.message) ?? ""
-          b.compaction(`${base}:${line}`, [{ type: "text", text: summary }], `${base}:${line}`, [seq])
+          const id = `${base}:${line}`
+          const history = Array.isArray(payload?.replacement_history) ? payload.replacement_history : []
+          if (history.length === 0) {
+            // older versions: the summary text alone replaced the history
+            const seq = envelope()
+            b.compaction(id, [{ type: "text", text: nonEmpty(payload?.message) ?? "" }], id, [seq])
+            return undefined
+          }
+          // newer versions: the history the next request started from, item by item (the
+          // summary, remote compaction's encrypted item, the user messages kept); the items are
+          // the events, the envelope keeps the rest of the record
+          const seq = b.at(time).ignorable(IMPORT_SOURCE, {
+            line,
+            mapped: true,
+            record: { ...omit(rec, ["payload"]), payload: omit(payload ?? {}, ["replacement_history"]) }
+          })
+          history.forEach((item, k) => {
+            const { content, source } = replacementItem(item)
+            if (k === 0) b.compaction(`${id}/0`, content, id, [seq], source)
+            else b.compactionPart(`${id}/${k}`, content, id, source)
+          })
           return undefined
         }
         case "response_item": {
@@ -202,14 +248,7 @@ export const importCodexFile = (
             }
             case "reasoning": {
               envelope()
-              const summary = Array.isArray(payload.summary) ? payload.summary : []
-              assistantPart(idOf(), [{
-                type: "reasoning",
-                text: summary.map((s) => (isObject(s) && typeof s.text === "string" ? s.text : "")).join("\n\n"),
-                // encrypted reasoning is kept for a replay, never shown as text
-                ...(payload.encrypted_content === undefined ? {} : { encryptedContent: payload.encrypted_content }),
-                ...(payload.content === undefined || payload.content === null ? {} : { rawContent: payload.content })
-              }], time ?? b.time)
+              assistantPart(idOf(), [reasoningBlock(payload)], time ?? b.time)
               return undefined
             }
             case "function_call":

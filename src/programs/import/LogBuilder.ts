@@ -322,12 +322,18 @@ export class LogBuilder {
    *
    * @since 0.2.0
    */
-  compaction(id: string, content: ReadonlyArray<ContentBlock>, compactionId: string, cites: ReadonlyArray<number> = []): number {
+  compaction(
+    id: string,
+    content: ReadonlyArray<ContentBlock>,
+    compactionId: string,
+    cites: ReadonlyArray<number> = [],
+    source: Readonly<Record<string, unknown>> = {}
+  ): number {
     const data = {
       id: this.uniqueId(id),
       role: "user",
       content,
-      source: { kind: "plugin", plugin: "compact", compactionId }
+      source: { kind: "plugin", plugin: "compact", compactionId, ...source }
     }
     if (this.surface.length === 0) return this.surfaceAppend("user/message", data)
     const shadowed = this.surface.splice(0, this.surface.length)
@@ -340,6 +346,20 @@ export class LogBuilder {
     this.surface.push(seq)
     this.counts.messages++
     return seq
+  }
+
+  /**
+   * A further message a compaction put in place of the surface, after its first (`compaction`).
+   *
+   * @since 0.2.0
+   */
+  compactionPart(id: string, content: ReadonlyArray<ContentBlock>, compactionId: string, source: Readonly<Record<string, unknown>> = {}): number {
+    return this.surfaceAppend("user/message", {
+      id: this.uniqueId(id),
+      role: "user",
+      content,
+      source: { kind: "plugin", plugin: "compact", compactionId, ...source }
+    })
   }
 
   /**
