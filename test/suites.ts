@@ -23,6 +23,8 @@ export const SLOW_ONLY: ReadonlyArray<string> = [
   "test/cli/resources.test.ts",
   "test/fleet/processes.test.ts",
   "test/import/big.test.ts",
+  // four CLI subprocesses over 20,000-event logs, about 15 s (issue 27 item 6)
+  "test/cli/show-stream.test.ts",
   // headless Chromium over the CLI bundle: about 20 s of a worker (issue 32)
   "test/view/browser.test.ts"
 ]

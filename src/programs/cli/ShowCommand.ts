@@ -3,8 +3,9 @@
  * one JSON array, filtered by type, turn, seq range and `--tail`. Streamed: a first read
  * validates the whole log and counts what the filter keeps (nothing is printed for an invalid
  * log), the next prints as it reads, so memory stays bounded by a chunk whatever the log's
- * length (a table's column widths take one more read). `--tail n` (n up to `TAIL_IN_MEMORY`) is
- * one read keeping the last n matches. `--follow` then prints each event committed after that
+ * length (a table's column widths take one more read). A session-level table (no filter, no
+ * `--json`) is one read that prints as it validates (`streamTable`): it starts at once. `--tail n`
+ * (n up to `TAIL_IN_MEMORY`) is one read keeping the last n matches. `--follow` then prints each event committed after that
  * read as it comes (`SessionLive.follow`, docs/follow.md), `--json` one event per line, until
  * interrupted. Never writes.
  */
@@ -75,6 +76,17 @@ const noMatch = (filter: EventFilter): string => {
 
 /** Write to stdout (synchronous for files and pipes on Linux: memory stays bounded). */
 const write = (text: string) => Effect.sync(() => void process.stdout.write(text))
+
+/**
+ * Wait until stdout has handed every queued write to the system: a full pipe queues them, and a
+ * failing command's process exits at once (runMain), which would drop the lines printed before.
+ */
+const drained = Effect.async<void>((resume) => {
+  if (process.stdout.writableLength === 0) return resume(Effect.void)
+  const done = () => resume(Effect.void)
+  process.stdout.once("drain", done)
+  return Effect.sync(() => void process.stdout.off("drain", done))
+})
 
 /**
  * Up to this many `--tail` events are kept in memory from the one validating read; a longer tail
@@ -174,11 +186,57 @@ const followFrom = (source: SessionSource, fromSeq: number, filter: EventFilter,
     )
   })
 
+/**
+ * The first this many events of a streamed table are held to size its columns (a session that
+ * fits prints exactly as a validated read would, and nothing when it is invalid); later rows
+ * widen a column only when they need it.
+ */
+const STREAM_HEAD_EVENTS = 1_024
+
+/**
+ * A session-level table (no filter): one validated read that prints each chunk as it is
+ * validated, so the first line comes at once whatever the log's length and the log is read once.
+ * An event the checks refuse ends it with its error after the lines of the events before it.
+ * Returns how many events were shown (where `--follow` goes on).
+ */
+const streamTable = (o: SourceOptions) =>
+  Effect.gen(function*() {
+    const source = yield* resolve(o.file, o.session, o.store)
+    const reader = yield* sourceReader(source)
+    const widths = columnWidths(EVENT_COLUMNS)
+    let head: Array<ReadonlyArray<string>> | undefined = []
+    const print = (rows: ReadonlyArray<ReadonlyArray<string>>) => {
+      for (const r of rows) widen(widths, r)
+      return write(rows.map((r) => tableLine(widths, r) + "\n").join(""))
+    }
+    const printHead = Effect.suspend(() => {
+      const rows = head ?? []
+      head = undefined
+      for (const r of rows) widen(widths, r)
+      return Effect.zipRight(write(tableHeader(widths, EVENT_COLUMNS) + "\n"), print(rows))
+    })
+    const read = yield* readEach(reader.read, reader.reload, (events) =>
+      Effect.suspend(() => {
+        const rows = events.map(eventRow)
+        if (head === undefined) return print(rows)
+        for (const r of rows) head.push(r)
+        return head.length >= STREAM_HEAD_EVENTS ? printHead : Effect.void
+      })).pipe(Effect.tapError(() => drained))
+    if (head !== undefined) yield* printHead
+    return { source, widths, length: read.count }
+  })
+
 /** `show`. */
 export const showCommand = Command.make("show", { json, store, session, file, type, turn, from, to, tail, follow: followOption }, (o) =>
   runCommand(
     o.json,
     Effect.gen(function*() {
+      const asked = yield* showFilter(o)
+      if (!o.json && !isFiltering(asked)) {
+        const { length, source, widths } = yield* streamTable(o)
+        if (o.follow) yield* followFrom(source, length, asked, (e) => write(tableLine(widths, eventRow(e)) + "\n"))
+        return
+      }
       const { count, filter, kept, length, source } = yield* showPasses(o)
       if (o.follow && o.json) {
         // one event per line (JSON Lines): the shown ones, then each new one
