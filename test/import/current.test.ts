@@ -95,6 +95,7 @@ describe("import --from claude-code, current record shapes", () => {
       const resumed = `claude-code:${RESUMED}`
       assert.deepStrictEqual(reports.flatMap((r) => r.sessions.map((s) => [s.id, s.status])), [
         [original, "imported"],
+        [`${original}/agent-acompact-5e1f2a`, "imported"],
         [resumed, "imported"]
       ])
       const store = yield* SessionStore
@@ -114,6 +115,19 @@ describe("import --from claude-code, current record shapes", () => {
       ])
       // importing again changes neither
       const again = yield* importClaudeCode(dir)
-      assert.deepStrictEqual(again.flatMap((r) => r.sessions.map((s) => s.status)), ["unchanged", "unchanged"])
+      assert.deepStrictEqual(again.flatMap((r) => r.sessions.map((s) => s.status)), ["unchanged", "unchanged", "unchanged"])
+    })))
+  it.scoped("a compaction's own file: the chain it ended on; records whose parent is in the main file are kept aside as such", () =>
+    run(Effect.gen(function*() {
+      const [report] = yield* importClaudeCode(`${dir}/${ORIGINAL}/subagents/agent-acompact-5e1f2a.jsonl`)
+      const id = `claude-code:${ORIGINAL}/agent-acompact-5e1f2a`
+      assert.deepStrictEqual(report.sessions.map((s) => [s.id, s.parentSession, s.status]), [[id, `claude-code:${ORIGINAL}`, "imported"]])
+      assert.deepStrictEqual(report.keptReasons, { "parent-elsewhere": 1 })
+      assert.strictEqual(yield* verified(id), "ok")
+      assert.deepStrictEqual(texts(yield* messagesOf(id)), [
+        "user:<system-reminder>\nPostToolUse:Edit hook additional context: formatted\n</system-reminder>",
+        "user:Your task is to create a detailed summary of the conversation so far.",
+        "assistant:<summary>Build and tests checked.</summary>"
+      ])
     })))
 })

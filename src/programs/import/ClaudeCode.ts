@@ -467,9 +467,14 @@ export const importClaudeCodeFile = (
         emitted.add(uuid)
         const who = owner.get(uuid)
         if (who === undefined) {
-          // a conversation record of another branch, or bookkeeping (a hook's progress) beside one
+          // a conversation record of another branch, or bookkeeping (a hook's progress) beside
+          // one; a record whose parent is in another file (a compaction's or subagent's file
+          // repeating records of the main session) is no abandoned branch
+          const parent = index.nodes.get(uuid)?.parent
           const reason = typeof rec.type !== "string" || !CONVERSATION.has(rec.type)
             ? `type:${typeof rec.type === "string" ? rec.type : "none"}`
+            : parent !== undefined && !index.nodes.has(parent)
+            ? "parent-elsewhere"
             : rec.isSidechain === true
             ? "sidechain-off-branch"
             : "off-branch"
