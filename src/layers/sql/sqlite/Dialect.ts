@@ -10,7 +10,9 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
+import * as NodeFs from "node:fs"
 import { StoreFailure } from "../../../schema/Errors.js"
+import { makeWatchers } from "../../../services/StoreFollow.js"
 import { type DriverFailure, LONE_SURROGATE, type SqlDialect, storeFailure } from "../Dialect.js"
 import { sqliteClient } from "./Open.js"
 import { CREATION_ORDER, mismatch, ownership, pragmaNumber, stamp } from "./Schema.js"
@@ -64,16 +66,56 @@ const readBack = (name: string, found: unknown, wanted: string) =>
 export const DATA_VERSION_POLL_MILLIS = 20
 
 /**
- * Wake-ups from `PRAGMA data_version` on a read-only connection of the watch's own (its own
- * commits never change it for itself; the store's connection is another one). A database without a
- * `-wal` file (opened immutable: it would never see a change) fails the watch, and the store polls.
+ * How often the watch of a database that nobody has open for writing (no `-wal` file) looks for
+ * a writer: a `stat` of the file and of its `-wal`.
  */
-const dataVersionWakeups = (filename: string) => (_id: string): Stream.Stream<void, StoreFailure> =>
+export const WRITER_POLL_MILLIS = 100
+
+/** What identifies the file's content while it is read alone (no `-wal`). */
+const fileIdentity = (filename: string): string => {
+  try {
+    const st = NodeFs.statSync(filename, { bigint: true })
+    return `${st.ino}:${st.size}:${st.mtimeNs}`
+  } catch {
+    return "-"
+  }
+}
+
+const hasWal = (filename: string): boolean => NodeFs.existsSync(`${filename}-wal`)
+
+/**
+ * While no `-wal` file exists (no connection has the database open for writing): a wake-up now,
+ * then one whenever the file changes; a wake-up and the end once a `-wal` file appears.
+ */
+const awaitWriter = (filename: string): Stream.Stream<void> =>
+  Stream.suspend(() => {
+    let last = fileIdentity(filename)
+    return Stream.concat(
+      Stream.make(undefined),
+      Stream.tick(`${WRITER_POLL_MILLIS} millis`).pipe(
+        Stream.map(() => {
+          const now = fileIdentity(filename)
+          const changed = now !== last
+          last = now
+          return { wal: hasWal(filename), changed }
+        }),
+        Stream.takeUntil(({ wal }) => wal),
+        Stream.filter(({ changed, wal }) => wal || changed),
+        Stream.as(undefined)
+      )
+    )
+  })
+
+/**
+ * While a `-wal` file exists: `PRAGMA data_version` on a read-only connection of the watch's own,
+ * a wake-up now and after each change (its own commits never change it for itself; the store's
+ * connection is another one). Empty when the `-wal` file went away before the open (the
+ * connection would be immutable and never see a change).
+ */
+const dataVersionPhase = (filename: string): Stream.Stream<void, StoreFailure> =>
   Stream.unwrapScoped(Effect.gen(function*() {
     const { sql, target } = yield* sqliteClient({ filename, readOnly: true })
-    if (target._tag === "immutable") {
-      return yield* new StoreFailure({ method: "follow", cause: "no -wal file", detail: `${filename} is not open for writing anywhere` })
-    }
+    if (target._tag === "immutable") return Stream.empty
     const read = pragmaNumber("data_version").pipe(
       Effect.provideService(SqlClient.SqlClient, sql),
       Effect.mapError((cause) => new StoreFailure({ method: "follow", cause }))
@@ -89,6 +131,24 @@ const dataVersionWakeups = (filename: string) => (_id: string): Stream.Stream<vo
       Stream.tick(`${DATA_VERSION_POLL_MILLIS} millis`).pipe(Stream.mapEffect(() => changed), Stream.filter((wake) => wake), Stream.as(undefined))
     )
   }))
+
+/**
+ * The wake-ups of every session of the database at `filename`: `data_version` while a writer has
+ * it open (a `-wal` file), else a watch for one (`awaitWriter`), so a follower started before any
+ * writer sees the writes that come later.
+ */
+const databaseWakeups = (filename: string): Stream.Stream<void, StoreFailure> =>
+  Stream.forever(Stream.suspend(() => hasWal(filename) ? dataVersionPhase(filename) : awaitWriter(filename)))
+
+/**
+ * The wake-ups of a store instance's followers: one watch of the database (one connection) for
+ * all its followed sessions, since `data_version` tells of any commit to the file.
+ */
+const sharedWakeups = (filename: string) => {
+  const subscribe = makeWatchers("SqliteStore", () => databaseWakeups(filename))
+  return (_id: string): Stream.Stream<void, StoreFailure> =>
+    Stream.unwrapScoped(Effect.map(subscribe(filename), (wake) => Stream.fromQueue(wake)))
+}
 
 /** The SQLite dialect of the SQL store for `options`. */
 export const sqliteDialect = (options: SqliteDialectOptions): SqlDialect => {
@@ -106,7 +166,7 @@ export const sqliteDialect = (options: SqliteDialectOptions): SqlDialect => {
     tables: CREATION_ORDER,
     ownership,
     stamp,
-    ...(options.filename === ":memory:" || options.filename === "" ? {} : { wakeups: dataVersionWakeups(options.filename) }),
+    ...(options.filename === ":memory:" || options.filename === "" ? {} : { wakeups: sharedWakeups(options.filename) }),
     open: (schema) =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient

@@ -10,10 +10,12 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import type * as Scope from "effect/Scope"
+import * as Scope from "effect/Scope"
+import * as NodeFs from "node:fs"
 import { StoreCorrupt, StoreFailure, StoreSchemaMismatch } from "../../../schema/Errors.js"
-import { SessionStore, type SessionStoreShape } from "../../../services/SessionStore.js"
-import { prepareDatabase } from "../Dialect.js"
+import { checkFromSeq, pollWakeups, SessionStore, type SessionStoreShape } from "../../../services/SessionStore.js"
+import { followOver, makeWatchers } from "../../../services/StoreFollow.js"
+import { prepareDatabase, type SqlDialect } from "../Dialect.js"
 import { makeSqlStore } from "../SqlStore.js"
 import { onConnection, reservePerOperation, transaction } from "../Transaction.js"
 import { busyTimeoutOf, sqliteDialect, type SqliteDialectOptions } from "./Dialect.js"
@@ -127,6 +129,7 @@ const readOnlyStore = (store: SessionStoreShape, target: OpenTarget, filename: s
     loadEach: (id, sink) => checked("loadEach", store.loadEach(id, sink)),
     readFrom: (id, fromSeq) => checked("readFrom", store.readFrom(id, fromSeq)),
     list: () => checked("list", store.list()),
+    listEntries: () => checked("listEntries", store.listEntries()),
     truncateTornTail: () => Effect.fail(readOnlyRefusal(filename, "truncateTornTail")),
     replaceLog: () => Effect.fail(readOnlyRefusal(filename, "replaceLog"))
   }
@@ -158,6 +161,72 @@ export const openDatabase = (
     return sql
   }).pipe(Effect.mapError(corruptOr(options.filename)))
 
+/** Open the database as `options` say and build the store over it (SPEC §7.5). */
+const openStore = (options: SqliteStoreOptions, dialect: SqlDialect) =>
+  Effect.gen(function*() {
+    const { sql, target } = yield* sqliteClient(options)
+    const store = yield* makeSqlStore({
+      dialect,
+      location: options.filename,
+      readOnly: options.readOnly === true,
+      packChunks: options.packChunks !== false,
+      ...(options.maxEventBytes === undefined ? {} : { maxEventBytes: options.maxEventBytes })
+    }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+    return { store, target }
+  })
+
+/**
+ * A read-only store opened while nobody had the database open for writing (immutable: it reads
+ * the file alone and would never see a writer's commits, which go to the `-wal` file): once a
+ * `-wal` file exists, its next read opens the database again, through the shared-memory protocol,
+ * and reads there from then on; a file written or replaced meanwhile without one is opened again
+ * alone (docs/follow.md "SQLite"). Its followers read through it.
+ */
+const reopening = (
+  options: SqliteStoreOptions,
+  dialect: SqlDialect,
+  first: { readonly store: SessionStoreShape; readonly target: OpenTarget }
+) =>
+  Effect.gen(function*() {
+    const scope = yield* Effect.scope
+    const viewOf = (opened: typeof first) => ({ ...opened, view: readOnlyStore(opened.store, opened.target, options.filename) })
+    let current = viewOf(first)
+    const lock = Effect.unsafeMakeSemaphore(1)
+    const now = (method: string): Effect.Effect<SessionStoreShape, StoreFailure> =>
+      lock.withPermits(1)(Effect.suspend(() => {
+        const target = current.target
+        const stale = target._tag === "immutable" &&
+          (NodeFs.existsSync(`${options.filename}-wal`) || changedUnderneath(target, method) !== undefined)
+        if (!stale) return Effect.succeed(current.view)
+        return openStore(options, dialect).pipe(
+          Scope.extend(scope),
+          Effect.mapError((cause) => cause instanceof StoreFailure ? cause : new StoreFailure({ method, cause, detail: "reopening" })),
+          Effect.map((next) => {
+            current = viewOf(next)
+            return current.view
+          })
+        )
+      }))
+    const store: SessionStoreShape = {
+      ...current.view,
+      create: (header) => Effect.flatMap(now("create"), (s) => s.create(header)),
+      append: (id, events, options) => current.view.append(id, events, options),
+      load: (id) => Effect.flatMap(now("load"), (s) => s.load(id)),
+      loadEach: (id, sink) => Effect.flatMap(now("loadEach"), (s) => s.loadEach(id, sink)),
+      readFrom: (id, fromSeq) => Effect.flatMap(now("readFrom"), (s) => s.readFrom(id, fromSeq)),
+      follow: (id, followOptions) => follow(id, followOptions),
+      list: () => Effect.flatMap(now("list"), (s) => s.list()),
+      truncateTornTail: (id, tornTail, options) => current.view.truncateTornTail(id, tornTail, options),
+      replaceLog: (id, header, events, options) => current.view.replaceLog(id, header, events, options)
+    }
+    const follow = followOver({
+      readFrom: store.readFrom,
+      subscribe: makeWatchers("SqliteStore", dialect.wakeups ?? (() => pollWakeups())),
+      checkFromSeq
+    })
+    return store
+  })
+
 /** Build a SQLite store over `options.filename`; opens and checks the database now (SPEC §7.5).
  * A truncated or otherwise malformed database file is `StoreCorrupt` (L7), refused untouched.
  *
@@ -169,15 +238,11 @@ export const make = (
 ): Effect.Effect<SessionStoreShape, StoreSchemaMismatch | StoreCorrupt | StoreFailure, Scope.Scope> =>
   Effect.gen(function*() {
     yield* busyTimeoutOf(options)
-    const { sql, target } = yield* sqliteClient(options)
-    const store = yield* makeSqlStore({
-      dialect: sqliteDialect(options),
-      location: options.filename,
-      readOnly: options.readOnly === true,
-      packChunks: options.packChunks !== false,
-      ...(options.maxEventBytes === undefined ? {} : { maxEventBytes: options.maxEventBytes })
-    }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
-    return target._tag === "write" ? store : readOnlyStore(store, target, options.filename)
+    const dialect = sqliteDialect(options)
+    const opened = yield* openStore(options, dialect)
+    const { store, target } = opened
+    if (target._tag === "write") return store
+    return target._tag === "immutable" ? yield* reopening(options, dialect, opened) : readOnlyStore(store, target, options.filename)
   }).pipe(Effect.mapError(corruptOr(options.filename)))
 
 /**
