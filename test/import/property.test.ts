@@ -1,8 +1,10 @@
 /**
  * The import's property (issue #33): for any Claude Code transcript — turns of prompts, model
  * messages split into one record per block as Claude Code writes them, tool calls and results,
- * mixed with meta records, file snapshots, duplicated records, malformed lines, unknown record
- * types and abandoned branches — the derived messages of the imported session keep every user
+ * either chained one after the other or parallel as Claude Code 2.x writes them (each result's
+ * parent is the record holding its call, hook progress records between), prompts queued while a
+ * turn ran, mixed with meta records, file snapshots, duplicated records, malformed lines, unknown
+ * record types and abandoned branches — the derived messages of the imported session keep every user
  * prompt, assistant text and tool call of the main branch, in order, and the session verifies.
  * The mapping is the subject here, so each run imports into a fresh memory store (the files on
  * disk are real; SQLite is covered by the other import tests).
@@ -29,7 +31,9 @@ const noise = fc.array(fc.constantFrom("snapshot", "meta", "duplicate", "malform
 const step = fc.record({
   thinking: fc.option(text, { nil: undefined }),
   text,
-  tools: fc.array(fc.record({ arg: text, result: text, isError: fc.boolean() }), { maxLength: 3 })
+  tools: fc.array(fc.record({ arg: text, result: text, isError: fc.boolean() }), { maxLength: 3 }),
+  parallel: fc.boolean(),
+  queued: fc.option(text, { nil: undefined })
 })
 const turn = fc.record({ noise, prompt: text, steps: fc.array(step, { minLength: 1, maxLength: 3 }) })
 const transcript = fc.array(turn, { minLength: 1, maxLength: 5 })
@@ -88,13 +92,30 @@ const build = (sessionId: string, turns: ReadonlyArray<Turn>) => {
         expected.push(`C:${c.id}`)
       }
       // one record per content block, sharing the message id
-      for (const b of blocks) onBranch({ type: "assistant", message: { id, role: "assistant", model: "claude-x", content: [b] } })
-      for (const c of calls) {
-        onBranch({
+      const holder = new Map<string, string>()
+      for (const b of blocks) {
+        const uuid = onBranch({ type: "assistant", message: { id, role: "assistant", model: "claude-x", content: [b] } })
+        const callId = (b as any).type === "tool_use" ? (b as any).id as string : undefined
+        if (callId !== undefined) holder.set(callId, uuid)
+        // 2.x: a hook's progress record after each call, in the chain
+        if (s.parallel && callId !== undefined) onBranch({ type: "progress", data: { type: "hook_progress", hookEvent: "PreToolUse" }, toolUseID: callId })
+      }
+      calls.forEach((c, k) => {
+        const result = {
           type: "user",
           message: { role: "user", content: [{ type: "tool_result", tool_use_id: c.id, content: c.result, is_error: c.isError }] },
           toolUseResult: { stdout: c.result }
-        })
+        }
+        if (!s.parallel) return void onBranch(result)
+        // 2.x: the result hangs off the record holding its call; the chain goes on from the last one
+        const uuid = rec({ ...result, sourceToolAssistantUUID: holder.get(c.id) }, holder.get(c.id)!)
+        if (k === calls.length - 1) leaf = uuid
+        else rec({ type: "progress", data: { type: "hook_progress", hookEvent: "PostToolUse" }, toolUseID: c.id }, uuid)
+      })
+      if (s.queued !== undefined) {
+        // a prompt typed while the turn ran, sent with the next request
+        onBranch({ type: "attachment", attachment: { type: "queued_command", prompt: s.queued, commandMode: "prompt" } })
+        expected.push(`P:${s.queued}`)
       }
     }
   }

@@ -91,7 +91,7 @@ const isToolResult = (b: unknown): b is Rec => isObject(b) && b.type === "tool_r
 interface Node {
   readonly parent: string | undefined
   readonly sidechain: boolean
-  /** A `user`, `assistant` or `system` record (a branch ends on one of these). */
+  /** A `user`, `assistant` or `system` record or a queued prompt (a branch ends on one of these). */
   readonly conversation: boolean
   /** A `user` record that carries tool results (its parent is the record holding the call). */
   readonly toolResult: boolean
@@ -134,7 +134,9 @@ const indexRecord = (index: Index, rec: Rec) => {
   // a compaction boundary starts a new root; its logical parent continues the branch
   const parent = nonEmpty(rec.parentUuid) ?? nonEmpty(rec.logicalParentUuid)
   const sidechain = rec.isSidechain === true
-  const conversation = typeof rec.type === "string" && CONVERSATION.has(rec.type)
+  // a queued prompt is the person's words too: a session can end on one
+  const conversation = (typeof rec.type === "string" && CONVERSATION.has(rec.type)) ||
+    (rec.type === "attachment" && isObject(rec.attachment) && rec.attachment.type === "queued_command")
   const toolResult = rec.type === "user" && isObject(rec.message) && Array.isArray(rec.message.content) &&
     rec.message.content.some(isToolResult)
   index.nodes.set(uuid, { parent, sidechain, conversation, toolResult })
@@ -330,8 +332,7 @@ const mapRecord = (t: Target, rec: Rec, line: number, uuid: string): string | un
     case "attachment": {
       // what Claude Code added to the next request; a prompt typed while a turn ran is one
       const a = isObject(rec.attachment) ? rec.attachment : undefined
-      const kind = typeof a?.type === "string" ? a.type : "none"
-      if (a === undefined || kind !== "queued_command") return `attachment:${kind}`
+      if (a === undefined || a.type !== "queued_command") return bookkeeping(rec)
       const content = blocksOf(a.prompt)
       if (content.length === 0) return "attachment:queued_command"
       flushAssistant(t)
@@ -350,9 +351,15 @@ const mapRecord = (t: Target, rec: Rec, line: number, uuid: string): string | un
       return undefined
     }
     default:
-      return `type:${typeof rec.type === "string" ? rec.type : "none"}`
+      return bookkeeping(rec)
   }
 }
+
+/** The reason a record that is no conversation is kept aside: its type (an attachment's kind). */
+const bookkeeping = (rec: Rec): string =>
+  rec.type === "attachment"
+    ? `attachment:${isObject(rec.attachment) && typeof rec.attachment.type === "string" ? rec.attachment.type : "none"}`
+    : `type:${typeof rec.type === "string" ? rec.type : "none"}`
 
 /**
  * The file's own session id, and the session it resumed. A resumed session (`claude --resume`,
@@ -470,9 +477,10 @@ export const importClaudeCodeFile = (
           // a conversation record of another branch, or bookkeeping (a hook's progress) beside
           // one; a record whose parent is in another file (a compaction's or subagent's file
           // repeating records of the main session) is no abandoned branch
-          const parent = index.nodes.get(uuid)?.parent
-          const reason = typeof rec.type !== "string" || !CONVERSATION.has(rec.type)
-            ? `type:${typeof rec.type === "string" ? rec.type : "none"}`
+          const node = index.nodes.get(uuid)
+          const parent = node?.parent
+          const reason = node?.conversation !== true
+            ? bookkeeping(rec)
             : parent !== undefined && !index.nodes.has(parent)
             ? "parent-elsewhere"
             : rec.isSidechain === true
