@@ -3,6 +3,9 @@
  *   child.js write <kind> <location> <sessionId> <count> <seed>
  *     appends `count` plugin events (count -1: until killed) after what the session holds, in
  *     batches of 1–8 events, printing `ack <next seq>` after each acknowledged batch;
+ *   child.js write-behind <kind> <location> <sessionId> <count>
+ *     opens the session through a batched (write-behind) handle, appends `count` user messages,
+ *     closes the handle (its last flush) and exits;
  *   child.js follow <kind> <location> <sessionId> <fromSeq> <count>
  *     prints each event `follow` delivers as one JSON line, and exits after `count` (-1: never).
  */
@@ -10,6 +13,7 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
+import * as SessionLive from "../../src/layers/session/SessionLive.js"
 import type { Event } from "../../src/schema/Events.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
 import { type Kind, storeAt } from "./layers.js"
@@ -55,6 +59,22 @@ const follow = (fromSeq: number, count: number) =>
       Effect.sync(() => void process.stdout.write((stamp ? `${performance.timeOrigin + performance.now()} ` : "") + JSON.stringify(e) + "\n")))
   })
 
-const program: Effect.Effect<void, unknown, SessionStore> = mode === "write" ? write(Number(a), Number(b)) : follow(Number(a), Number(b))
+const writeBehind = (count: number) =>
+  Effect.scoped(Effect.gen(function*() {
+    const session = yield* SessionLive.open(sessionId, { persistence: { mode: "batched", windowMs: 5 } })
+    for (let n = 0; n < count; n++) {
+      const text = `message ${n} of ${process.pid}`
+      yield* session.append("user/message", { id: `u${n}`, role: "user", content: [{ type: "text", text }], source: { kind: "user" } }, {
+        surfaceOp: "append"
+      })
+      if (n % 7 === 0) yield* Effect.sleep("2 millis")
+    }
+  }))
+
+const program: Effect.Effect<void, unknown, SessionStore> = mode === "write"
+  ? write(Number(a), Number(b))
+  : mode === "write-behind"
+  ? writeBehind(Number(a))
+  : follow(Number(a), Number(b))
 
 NodeRuntime.runMain(program.pipe(Effect.provide(storeLayer)), { disableErrorReporting: false })

@@ -112,7 +112,38 @@ const describeProcesses = (kind: Kind) =>
 
 // a campaign (test/suites.ts): `npm test` crosses processes on one backend, `test:slow` on all
 const slow = process.env.TEST_SUITE === "slow"
+
+/** A write-behind (batched) handle in a writer process, followed by another to its last event (test:slow only). */
+const describeWriteBehind = (kind: Kind) =>
+  it.scopedLive(`${kind}: a write-behind writer process is followed to its last event by another process`, () =>
+    Effect.gen(function*() {
+      const at = yield* location(kind)
+      const id = `behind-${process.pid}`
+      const first = yield* open(kind, at)
+      yield* first.create(headerFor(id))
+      yield* first.append(id, pluginEvents(0, 1), { expectedSeq: 0 })
+      // the writer's handle appends 40 user messages after what open adds (a closer, an end-of-seed
+      // marker: whatever it is, the followers must end with the store's last event)
+      const count = 40
+      const fromZero = start(["follow", kind, at, id, "0", "-1"])
+      const late = start(["follow", kind, at, id, "1", "-1"])
+      const writer = start(["write-behind", kind, at, id, String(count)])
+      assert.strictEqual(yield* Effect.promise(() => writer.exited), 0)
+      const store = yield* open(kind, at)
+      const total = (yield* store.readFrom(id, 0)).length
+      assert.isAtLeast(total, 1 + count)
+      for (const f of [fromZero, late]) yield* Effect.promise(() => f.until((lines) => lines.length >= total - (f === late ? 1 : 0)))
+      for (const f of [fromZero, late]) yield* stop(f)
+      const committed = (yield* store.readFrom(id, 0)).map((e) => JSON.stringify(e))
+      assert.deepStrictEqual(fromZero.lines, committed)
+      assert.deepStrictEqual(late.lines, committed.slice(1))
+    }))
 for (const kind of slow ? ["jsonl-plain", "jsonl-packed", "jsonl-compressed", "sqlite"] as const : ["jsonl-packed"] as const) {
   describeProcesses(kind)
 }
 if (slow) describePg("PostgreSQL", () => describeProcesses("postgres"))
+if (slow) {
+  describe("follow a write-behind writer across processes", () => {
+    for (const kind of ["jsonl-plain", "jsonl-compressed", "sqlite"] as const) describeWriteBehind(kind)
+  })
+}
