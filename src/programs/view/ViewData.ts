@@ -82,6 +82,8 @@ export const MAX_INDEXES = 64
 export interface ViewDataOptions {
   /** How many sessions' indexes to keep (default `MAX_INDEXES`). */
   readonly maxIndexes?: number
+  /** How many of a session's last events its index keeps (default `ViewIndex.TAIL`; 0: none). */
+  readonly tail?: number
 }
 
 /**
@@ -172,7 +174,7 @@ export const makeViewData = (store: SessionStoreShape, options: ViewDataOptions 
       Effect.gen(function*() {
         const cached = entries.get(id)
         if (cached !== undefined) return cached.index
-        const index = yield* buildIndex(store, id, header)
+        const index = yield* buildIndex(store, id, header, options.tail)
         // an unknown session is not kept (it may be created later)
         if (index.problem?.tag === "SessionNotFound") return index
         const entry: Entry = { index, changes: yield* PubSub.sliding<number>(16), follower: undefined }

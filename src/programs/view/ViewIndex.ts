@@ -111,14 +111,14 @@ export class SessionIndex {
   readonly nodes: Array<number> = []
   /** The `sourceEventSeqs` of the events that name sources. */
   readonly sources = new Map<number, ReadonlyArray<number>>()
-  /** The last `TAIL` events, in seq order. */
+  /** The last `tailSize` events (up to twice as many), in seq order. */
   tail: Array<Event> = []
   private readonly openCalls = new Map<string, number>()
   private readonly replacementAt = new Map<number, number>()
   // the tool results on the surface (a rewrite of one is checked against it, G2)
   private readonly toolResults = new Map<number, Event>()
 
-  constructor(readonly id: string, readonly header: SessionHeader | undefined) {
+  constructor(readonly id: string, readonly header: SessionHeader | undefined, readonly tailSize: number = TAIL) {
     this.lastActivity = header?.createdAt ?? 0
   }
 
@@ -175,8 +175,10 @@ export class SessionIndex {
       const content = (e.data as { content?: ReadonlyArray<{ type?: string; text?: string }> }).content ?? []
       this.preview = content.map((b) => b.type === "text" ? b.text ?? "" : "").join(" ").slice(0, PREVIEW_CHARS)
     }
-    this.tail.push(e)
-    if (this.tail.length > 2 * TAIL) this.tail = this.tail.slice(-TAIL)
+    if (this.tailSize > 0) {
+      this.tail.push(e)
+      if (this.tail.length > 2 * this.tailSize) this.tail = this.tail.slice(-this.tailSize)
+    }
     this.count++
     return undefined
   }
@@ -247,9 +249,9 @@ const STOP = new ReadStop()
  * @since 0.2.0
  * @category constructors
  */
-export const buildIndex = (store: SessionStoreShape, id: string, header: SessionHeader | undefined) =>
+export const buildIndex = (store: SessionStoreShape, id: string, header: SessionHeader | undefined, tailSize = TAIL) =>
   Effect.gen(function*() {
-    const index = new SessionIndex(id, header)
+    const index = new SessionIndex(id, header, tailSize)
     const read = yield* readValidated(store, id, (events) =>
       Effect.sync(() => {
         for (const e of events) {

@@ -37,6 +37,11 @@ export interface Source {
   readonly head: (id: string) => Promise<{ readonly count: number }>
   /** Whether the data can change (a live store, not an export). */
   readonly live: boolean
+  /**
+   * Call `onCount` with the session's event count now and each time the log grows (the server's
+   * follow, as server-sent events); the returned function stops it. Absent: poll `head`.
+   */
+  readonly watch?: (id: string, onCount: (count: number) => void) => () => void
 }
 
 /**
@@ -69,7 +74,18 @@ export const httpSource = (token: string): Source => {
     at: (id, seq) => get(`/api/sessions/${enc(id)}/at/${seq}`),
     provenance: (id, seq) => get(`/api/sessions/${enc(id)}/provenance/${seq}`),
     head: (id) => get(`/api/sessions/${enc(id)}/head`),
-    live: true
+    live: true,
+    ...(typeof EventSource === "undefined" ? {} : {
+      watch: (id: string, onCount: (count: number) => void) => {
+        // EventSource sends no headers: the token goes in the query (same origin, no referrer)
+        const events = new EventSource(`/api/sessions/${enc(id)}/live?token=${enc(token)}`)
+        events.onmessage = (m) => {
+          const count = (JSON.parse(String(m.data)) as { count?: unknown }).count
+          if (typeof count === "number") onCount(count)
+        }
+        return () => events.close()
+      }
+    })
   }
 }
 

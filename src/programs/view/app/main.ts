@@ -451,27 +451,38 @@ const openSession = async (id: string, seq?: number) => {
   byId("travel").replaceChildren(h("p", { class: "hint" }, "Choose an event or a seq to see what the model saw."))
   byId("provenance").replaceChildren()
   await loadPage(seq === undefined ? 0 : Math.floor(seq / PAGE) * PAGE)
+  watch(id)
   if (seq !== undefined) await goTo(seq)
 }
 
+/** A count of the open session's events: the last page grows in place, elsewhere only the counts change. */
+const onCount = (session: string, count: number) => {
+  const { page } = state
+  if (state.session !== session || page === null || count === page.total) return
+  notice(`${count - page.total} new events`)
+  const onLastPage = page.offset + PAGE >= page.total
+  void (onLastPage ? loadPage(page.offset) : state.source.page(session, page.offset, PAGE).then(renderPage))
+}
+
+let unwatch: (() => void) | undefined
+
 /**
- * Live updates by polling the head of the open session.
- * SEAM(follow): once the store's follow stream lands (another engineer's work), the server can
- * push appends and this poll can subscribe to it instead.
+ * Live updates of the open session: pushed by the server from the store's follow (server-sent
+ * events); polling the head is the fallback of a browser without EventSource.
  */
-const poll = () => {
+const watch = (session: string) => {
+  unwatch?.()
+  unwatch = undefined
   if (!state.source.live) return
-  setInterval(() => {
-    const { page, session } = state
-    if (session === null || page === null) return
-    void state.source.head(session).then(({ count }) => {
-      if (state.session !== session || count === page.total) return
-      notice(`${count - page.total} new events`)
-      // the last page grows in place; elsewhere only the counts change
-      const onLastPage = page.offset + PAGE >= page.total
-      void (onLastPage ? loadPage(page.offset) : state.source.page(session, page.offset, PAGE).then(renderPage))
-    }).catch(() => undefined)
+  const { watch: push } = state.source
+  if (push !== undefined) {
+    unwatch = push(session, (count) => onCount(session, count))
+    return
+  }
+  const timer = setInterval(() => {
+    void state.source.head(session).then(({ count }) => onCount(session, count)).catch(() => undefined)
   }, POLL_MS)
+  unwatch = () => clearInterval(timer)
 }
 
 const refused = (e: unknown) => {
@@ -531,7 +542,6 @@ const start = async () => {
       if (id !== state.session) void openSession(id, at === null ? undefined : Number(at))
       else if (at !== null && Number(at) !== state.selected) void goTo(Number(at))
     })
-    poll()
     document.body.dataset.ready = "true"
   } catch (e) {
     refused(e)
