@@ -22,6 +22,8 @@ export const CAMPAIGNS: ReadonlyArray<string> = [
 export const SLOW_ONLY: ReadonlyArray<string> = [
   "test/cli/resources.test.ts",
   "test/fleet/processes.test.ts",
+  // show --follow processes while the demo, compact and migrate run (about 30 s)
+  "test/follow/cli-replace.test.ts",
   "test/import/big.test.ts",
   // four CLI subprocesses over 20,000-event logs, about 15 s (issue 27 item 6)
   "test/cli/show-stream.test.ts",
