@@ -2,13 +2,14 @@
  * `import --from codex` as a library (docs/import.md): every record kind of the fixture (written
  * from the documented rollout shapes), on a real SQLite file; each session verified as `verify` does.
  */
+import { FileSystem } from "@effect/platform"
 import { NodeContext } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { importCodex } from "../../src/programs/import/Codex.js"
 import type { Event } from "../../src/schema/Events.js"
 import type { SessionStore } from "../../src/services/SessionStore.js"
-import { eventsOf, fixtures, messagesAt, messagesOf, verified, withStore } from "./helpers.js"
+import { eventsOf, fixtures, messagesAt, messagesOf, tempDir, verified, withStore } from "./helpers.js"
 
 const SESSION = "019a4b2c-7d8e-7f00-a1b2-c3d4e5f60718"
 const ID = `codex:${SESSION}`
@@ -158,5 +159,24 @@ describe("import --from codex", () => {
       const envelope = byType(events, "import/source").find((e) => data(e).line === 13)!
       assert.strictEqual(data(envelope).record.payload.message.slice(0, 15), "Another languag")
       assert.isUndefined(data(envelope).record.payload.replacement_history)
+    })))
+  it.scoped("a compressed rollout (.jsonl.zst, Codex 0.137+) is reported as not read, never passed over", () =>
+    run(Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* tempDir
+      yield* fs.makeDirectory(`${dir}/2026/08/01`, { recursive: true })
+      yield* fs.copyFile(file, `${dir}/2026/08/01/rollout-a.jsonl`)
+      // zstd's magic number, then bytes: what an idle rollout becomes
+      yield* fs.writeFile(`${dir}/2026/08/01/rollout-b.jsonl.zst`, new Uint8Array([0x28, 0xb5, 0x2f, 0xfd, 1, 2, 3]))
+      const reports = yield* importCodex(dir)
+      assert.deepStrictEqual(reports.map((r) => [r.file.slice(dir.length), r.sessions.length, r.error?._tag]), [
+        ["/2026/08/01/rollout-a.jsonl", 1, undefined],
+        ["/2026/08/01/rollout-b.jsonl.zst", 0, "StoreFailure"]
+      ])
+      assert.include(reports[1].error?.message, "decompress it (zstd -d)")
+      // a compressed file named on its own is reported the same way
+      const [named] = yield* importCodex(`${dir}/2026/08/01/rollout-b.jsonl.zst`)
+      assert.strictEqual(named.error?._tag, "StoreFailure")
+      assert.deepStrictEqual(named.records, { read: 0, mapped: 0, kept: 0, refused: 0 })
     })))
 })

@@ -513,4 +513,4 @@ export const importClaudeCodeFile = (
  * @category constructors
  */
 export const importClaudeCode = (path: string, options: ImportOptions = {}) =>
-  importPath(path, (file, existing) => importClaudeCodeFile(file, existing, options))
+  importPath(path, "claude-code", (file, existing) => importClaudeCodeFile(file, existing, options))

@@ -317,4 +317,4 @@ export const importCodexFile = (
  * @category constructors
  */
 export const importCodex = (path: string, options: ImportOptions = {}) =>
-  importPath(path, (file, existing) => importCodexFile(file, existing, options))
+  importPath(path, "codex", (file, existing) => importCodexFile(file, existing, options))

@@ -229,7 +229,8 @@ export const readFailure = (file: string, cause: unknown): ErrorReport =>
 /**
  * The transcripts at `path`: the file itself, or every `.jsonl` file under a directory (Claude
  * Code's project folders with their `subagents/` files, Codex's date tree), sorted, so a
- * session's file comes before its subagents'.
+ * session's file comes before its subagents'. A directory's compressed `.jsonl.zst` files are
+ * listed too, so that the import reports them instead of passing over them.
  *
  * @since 0.2.0
  * @category utils
@@ -242,7 +243,7 @@ export const transcriptFiles = (path: string) =>
     const names = yield* fs.readDirectory(path, { recursive: true })
     const files: Array<string> = []
     for (const name of names) {
-      if (!name.endsWith(".jsonl")) continue
+      if (!name.endsWith(".jsonl") && !name.endsWith(COMPRESSED)) continue
       const full = `${path.replace(/\/+$/, "")}/${name}`
       const st = yield* Effect.either(fs.stat(full))
       if (st._tag === "Right" && st.right.type === "File") files.push(full)
@@ -250,21 +251,46 @@ export const transcriptFiles = (path: string) =>
     return files.sort()
   })
 
+/** Codex compresses a rollout idle for 7 days (`rollout-*.jsonl.zst`, 0.137.0 and later). */
+const COMPRESSED = ".jsonl.zst"
+
+/**
+ * The report of a compressed transcript: not read (Node 20 has no zstd), named so that nothing
+ * is passed over in silence.
+ *
+ * @since 0.2.0
+ * @category utils
+ */
+export const compressedReport = (file: string, format: TranscriptFormat): FileReport =>
+  new RecordTally().report(
+    file,
+    format,
+    [],
+    errorReport(
+      new StoreFailure({
+        method: "import",
+        cause: "compressed",
+        detail: `${file} is compressed (zstd): decompress it (zstd -d) and import the .jsonl file`
+      })
+    )
+  )
+
 /**
  * Import every transcript at `path` with `importFile`, one report per file (a file that cannot be
- * read is reported, and the others go on).
+ * read is reported, and the others go on; a compressed one is reported as not read).
  *
  * @since 0.2.0
  * @category utils
  */
 export const importPath = <R>(
   path: string,
+  format: TranscriptFormat,
   importFile: (file: string, existing: Set<string>) => Effect.Effect<FileReport, never, R>
 ) =>
   Effect.gen(function*() {
     const files = yield* Effect.mapError(transcriptFiles(path), (cause) => new StoreFailure({ method: "import", cause, detail: `cannot read ${path}` }))
     const existing = yield* storedIds
     const reports: Array<FileReport> = []
-    for (const file of files) reports.push(yield* importFile(file, existing))
+    for (const file of files) reports.push(file.endsWith(COMPRESSED) ? compressedReport(file, format) : yield* importFile(file, existing))
     return reports
   })
