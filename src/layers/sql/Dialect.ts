@@ -106,6 +106,12 @@ export interface SqlDialect {
    * parameter, to wake followers elsewhere when (and only if) it commits (PostgreSQL: `pg_notify`).
    */
   readonly notifyStatement?: string
+  /**
+   * A `RETURNING` clause for the expected-seq advance of an append that does what
+   * `notifyStatement` does, in that statement's round trip (PostgreSQL:
+   * `RETURNING pg_notify(...)`); an append of a stored session then runs no `notifyStatement`.
+   */
+  readonly advanceReturning?: string
   /** The canonical tables of the current schema version in creation order. */
   readonly tables: ReadonlyArray<{ readonly name: string; readonly sql: string }>
   /** In the schema transaction, first: what the database holds (and any lock the check needs). */

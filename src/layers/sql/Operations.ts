@@ -256,7 +256,8 @@ export const append = (
       const written: Effect.Effect<boolean, StoreAppendError | SqlError | ParseError> = pending === undefined
         ? advance(store, conn, id, batch, expectedSeq)
         : onConnection(conn, materialise(store, conn, pending, batch, expectedSeq))
-      return notifying(store, conn, id, written)
+      // a stored session's advance notifies itself (`advanceReturning`): no statement of its own
+      return pending === undefined && store.dialect.advanceReturning !== undefined ? written : notifying(store, conn, id, written)
     })
     return transaction(conn, store.dialect.beginWrite, body, (materialised) => {
       if (materialised) store.registry.materialised(id)

@@ -41,7 +41,7 @@ export interface Statements {
   readonly deleteFrom: string
 }
 
-const compileStatements = (sql: SqlClient.SqlClient, layout: RowLayout): Statements => {
+const compileStatements = (sql: SqlClient.SqlClient, layout: RowLayout, advanceReturning: string | undefined): Statements => {
   const text = (statement: Statement.Statement<unknown>) => statement.compile()[0]
   const table = EVENT_TABLE[layout]
   const select = sql.unsafe(`SELECT ${EVENT_SELECT_COLUMNS[layout]} FROM ${table}`)
@@ -51,7 +51,8 @@ const compileStatements = (sql: SqlClient.SqlClient, layout: RowLayout): Stateme
   // batches up to 128 rows: the text is built once per size
   const insertCache: Array<string | undefined> = []
   return {
-    advance: text(sql`UPDATE sessions SET next_seq = ${0}, revision = revision + 1 WHERE id = ${""} AND next_seq = ${0}`),
+    advance: text(sql`UPDATE sessions SET next_seq = ${0}, revision = revision + 1 WHERE id = ${""} AND next_seq = ${0}`) +
+      (advanceReturning === undefined ? "" : ` ${advanceReturning}`),
     eventsPage: text(sql`${select} WHERE session_id = ${""} AND seq >= ${0} ORDER BY seq LIMIT ${0}`),
     eventsByPosition: text(sql`${select} WHERE session_id = ${""} ORDER BY seq LIMIT ${0} OFFSET ${0}`),
     allEvents: text(sql`${select} WHERE session_id = ${""} ORDER BY seq`),
@@ -126,7 +127,7 @@ export const makeStore = (
   lease,
   layout,
   pack,
-  statements: compileStatements(sql, layout),
+  statements: compileStatements(sql, layout, dialect.advanceReturning),
   ...runners(dialect),
   registry: makeRegistry(),
   findSession: SqlSchema.findOne({

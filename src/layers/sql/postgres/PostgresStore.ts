@@ -211,6 +211,9 @@ export const FOLLOW_CHANNEL = "effect_session_log"
 
 const NOTIFY_STATEMENT = `SELECT pg_notify('${FOLLOW_CHANNEL}', current_schema() || '/' || $1)`
 
+/** The notification of an append, in its advance statement (no round trip of its own). */
+const ADVANCE_RETURNING = `RETURNING pg_notify('${FOLLOW_CHANNEL}', current_schema() || '/' || id)`
+
 /**
  * The wake-ups of a follower of `id`: `LISTEN` on a connection of its own, one element once the
  * LISTEN is in place, then one per committed write of the session (its `NOTIFY`). A dropped
@@ -423,7 +426,7 @@ export const make = (
   Effect.gen(function*() {
     const sql = yield* makeClient(options)
     return yield* makeSqlStore({
-      dialect: { ...postgresDialect, notifyStatement: NOTIFY_STATEMENT, wakeups: listenWakeups(options) },
+      dialect: { ...postgresDialect, notifyStatement: NOTIFY_STATEMENT, advanceReturning: ADVANCE_RETURNING, wakeups: listenWakeups(options) },
       location: displayLocation(urlOf(options)),
       readOnly: options.readOnly === true,
       packChunks: options.packChunks !== false,
