@@ -6,6 +6,7 @@ import { FileSystem } from "@effect/platform"
 import { NodeContext } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
 import { importCodex } from "../../src/programs/import/Codex.js"
 import type { Event } from "../../src/schema/Events.js"
 import type { SessionStore } from "../../src/services/SessionStore.js"
@@ -21,7 +22,7 @@ const byType = (events: ReadonlyArray<Event>, type: string) => events.filter((e)
 const texts = (messages: ReadonlyArray<any>) =>
   messages.flatMap((m) => m.content.map((b: any) => b.type === "text" ? `${m.role}:${b.text}` : `${m.role}:${b.type}`))
 
-const run = <A, E>(body: Effect.Effect<A, E, SessionStore | NodeContext.NodeContext>) =>
+const run = <A, E>(body: Effect.Effect<A, E, SessionStore | NodeContext.NodeContext | Scope.Scope>) =>
   withStore(() => body).pipe(Effect.provide(NodeContext.layer))
 
 describe("import --from codex", () => {

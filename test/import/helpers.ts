@@ -6,6 +6,7 @@ import { FileSystem, Path } from "@effect/platform"
 import { NodeContext } from "@effect/platform-node"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
 import { fileURLToPath } from "node:url"
 import * as SqliteStore from "../../src/layers/sql/sqlite/SqliteStore.js"
 import type { Event } from "../../src/schema/Events.js"
@@ -21,7 +22,7 @@ export const fixtures = fileURLToPath(new URL("./fixtures", import.meta.url))
 export const tempDir = Effect.flatMap(FileSystem.FileSystem, (fs) => fs.makeTempDirectoryScoped())
 
 /** Run `body` with a SQLite store in a fresh temp directory (and the store file's path). */
-export const withStore = <A, E>(body: (file: string) => Effect.Effect<A, E, SessionStore | NodeContext.NodeContext>) =>
+export const withStore = <A, E>(body: (file: string) => Effect.Effect<A, E, SessionStore | NodeContext.NodeContext | Scope.Scope>) =>
   Effect.gen(function*() {
     const dir = yield* tempDir
     const path = yield* Path.Path
