@@ -28,5 +28,7 @@ export const SLOW_ONLY: ReadonlyArray<string> = [
   // four CLI subprocesses over 20,000-event logs, about 15 s (issue 27 item 6)
   "test/cli/show-stream.test.ts",
   // headless Chromium over the CLI bundle: about 20 s of a worker (issue 32)
-  "test/view/browser.test.ts"
+  "test/view/browser.test.ts",
+  // view --open's process and exports of a 300,000-event session in a 96 MB heap (issue 32)
+  "test/view/slow.test.ts"
 ]

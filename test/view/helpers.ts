@@ -108,11 +108,16 @@ export interface Viewer {
  * Start `session-log view <args> --port 0` on the CLI bundle and wait for the URL it prints (a
  * condition, not a time); a process that exits first rejects with its output.
  */
-export const startViewer = (bundle: string, args: ReadonlyArray<string>, cwd: string): Promise<Viewer> =>
+export const startViewer = (
+  bundle: string,
+  args: ReadonlyArray<string>,
+  cwd: string,
+  env: Readonly<Record<string, string>> = {}
+): Promise<Viewer> =>
   new Promise((resolvePromise, reject) => {
     const child = spawn(process.execPath, [BIN, "view", ...args, "--port", "0"], {
       cwd,
-      env: { ...process.env, NO_COLOR: "1", SESSION_LOG_BUNDLE: bundle },
+      env: { ...process.env, NO_COLOR: "1", SESSION_LOG_BUNDLE: bundle, ...env },
       stdio: ["ignore", "pipe", "pipe"]
     })
     let out = ""

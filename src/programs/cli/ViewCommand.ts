@@ -29,11 +29,22 @@ const host = Options.text("host").pipe(
   Options.withPseudoName("<host>"),
   Options.withDescription("the address to bind (default 127.0.0.1: this machine only; anything else warns)")
 )
-const open = Options.boolean("open").pipe(Options.withDescription("open the URL in the default browser (xdg-open / open)"))
+const open = Options.boolean("open").pipe(
+  Options.withDescription("open the URL in the default browser (xdg-open / open; SESSION_LOG_OPENER names another program)")
+)
 
-/** Open a URL with the platform's opener; a failure only warns (the URL is printed anyway). */
+/**
+ * The program `--open` runs with the URL: SESSION_LOG_OPENER when set (a browser of the user's
+ * choice, or a test's recorder), else the platform's opener.
+ */
+const opener = (): string => {
+  const chosen = process.env.SESSION_LOG_OPENER
+  return chosen !== undefined && chosen !== "" ? chosen : process.platform === "darwin" ? "open" : "xdg-open"
+}
+
+/** Open a URL with the opener; a failure only warns (the URL is printed anyway). */
 const openBrowser = (url: string) =>
-  PlatformCommand.make(process.platform === "darwin" ? "open" : "xdg-open", url).pipe(
+  PlatformCommand.make(opener(), url).pipe(
     PlatformCommand.exitCode,
     Effect.catchAll(() => Effect.logWarning("view: could not open a browser; open the URL printed above")),
     Effect.asVoid
