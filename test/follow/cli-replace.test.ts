@@ -1,7 +1,7 @@
 /**
  * `session-log show --follow` processes while the real `session-log compact` and
- * `session-log migrate` commands change what they follow (issue 31, docs/follow.md "Replaced
- * logs"), on a JSONL and a SQLite store: compact appends its events, migrate rewrites a v0
+ * `session-log migrate` commands change what they follow (issue 31, docs/follow.md "The
+ * guarantee"), on a JSONL and a SQLite store: compact appends its events, migrate rewrites a v0
  * session as v1 (JSONL: a new file renamed in; SQLite: the rows replaced in a transaction). Each
  * follower goes on and prints exactly the events the store holds at the end. And a follower of a
  * SQLite database that no process had open for writing when it started sees a later writer's

@@ -4,7 +4,8 @@
  * foreign keys, `trusted_schema` off, then the ownership check of `Schema.ts`, and for a writing
  * open WAL and `synchronous = FULL`, each read back (S5); a read-only open sets `query_only` and
  * writes nothing. Followers are woken by `PRAGMA data_version` polled on a read-only connection of
- * their own (docs/follow.md "SQLite").
+ * the store instance's watch, or while no process writes the database by a watch for a writer
+ * (docs/follow.md "SQLite").
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
