@@ -174,13 +174,20 @@ describeBrowser("the viewer in Chromium", () => {
     await shot("07-broken-log")
   })
 
-  it("live: an event appended to the session appears in place", async () => {
+  it("live: an event appended to the session appears in place, pushed from the store's follow", async () => {
+    const asked: Array<string> = []
+    const record = (r: { url: () => string }) => void asked.push(new URL(r.url()).pathname)
+    page.on("request", record)
     await open("#session=live")
     await page.waitForSelector("li.row[data-seq='2']")
     const next = { ...demoEvents[2], seq: 3, time: demoEvents[2].time + 1, data: { ...(demoEvents[2].data as object), id: "live-1", content: [{ type: "text", text: "appended while watching" }] } }
     fs.appendFileSync(path.join(store, "live.jsonl"), JSON.stringify(next) + "\n")
     await page.waitForSelector("li.row[data-seq='3']", { timeout: 30_000 })
     assert.include(await page.textContent("li.row[data-seq='3']"), "appended while watching")
+    page.off("request", record)
+    // the page subscribed to the server's push and never polled the head
+    assert.include(asked, "/api/sessions/live/live")
+    assert.notInclude(asked, "/api/sessions/live/head")
     await shot("08-live-append")
   })
 
