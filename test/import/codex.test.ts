@@ -9,7 +9,7 @@ import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import { importCodex } from "../../src/programs/import/Codex.js"
 import type { Event } from "../../src/schema/Events.js"
-import type { SessionStore } from "../../src/services/SessionStore.js"
+import { SessionStore } from "../../src/services/SessionStore.js"
 import { eventsOf, fixtures, messagesAt, messagesOf, tempDir, verified, withStore } from "./helpers.js"
 
 const SESSION = "019a4b2c-7d8e-7f00-a1b2-c3d4e5f60718"
@@ -179,5 +179,34 @@ describe("import --from codex", () => {
       const [named] = yield* importCodex(`${dir}/2026/08/01/rollout-b.jsonl.zst`)
       assert.strictEqual(named.error?._tag, "StoreFailure")
       assert.deepStrictEqual(named.records, { read: 0, mapped: 0, kept: 0, refused: 0 })
+    })))
+  it.scoped("a subagent's rollout is a child session of its spawner, a fork names the session it came from", () =>
+    run(Effect.gen(function*() {
+      const parent = "019e5b00-0000-7000-8000-000000000001"
+      const child = "019e5c04-1e99-7000-8000-000000000002"
+      const fork = "019e5c04-6425-7000-8000-000000000003"
+      const dir = `${fixtures}/codex/current`
+      const [c] = yield* importCodex(`${dir}/rollout-2026-05-24T21-00-03-${child}.jsonl`)
+      const [f] = yield* importCodex(`${dir}/rollout-2026-05-24T21-00-06-${fork}.jsonl`)
+      // the parent's session_meta replayed inside does not change whose rollout it is
+      assert.deepStrictEqual([...c.sessions, ...f.sessions].map((s) => [s.id, s.parentSession, s.status]), [
+        [`codex:${child}`, `codex:${parent}`, "imported"],
+        [`codex:${fork}`, `codex:${parent}`, "imported"]
+      ])
+      const store = yield* SessionStore
+      const headers = new Map((yield* store.list()).map((h) => [h.id, h]))
+      assert.strictEqual(headers.get(`codex:${child}`)?.origin, "subagent")
+      assert.strictEqual(headers.get(`codex:${child}`)?.delegationDepth, 1)
+      assert.isUndefined(headers.get(`codex:${fork}`)?.origin)
+      assert.strictEqual(data((yield* eventsOf(`codex:${child}`))[0]).spawnedBy, parent)
+      assert.strictEqual(data((yield* eventsOf(`codex:${fork}`))[0]).forkedFrom, parent)
+      for (const id of [child, fork]) assert.strictEqual(yield* verified(`codex:${id}`), "ok")
+      // the copied history is part of the child's log, then its own turn
+      assert.deepStrictEqual(texts(yield* messagesOf(`codex:${child}`)), [
+        "user:Review the parser",
+        "assistant:Spawning a reviewer.",
+        "user:Check parse.rs for panics",
+        "assistant:No panics found."
+      ])
     })))
 })

@@ -105,6 +105,25 @@ interface Meta {
   cwd: string | undefined
   time: number | undefined
   provider: string | undefined
+  /** The session this one was spawned by (a subagent) or forked from. */
+  parent: { readonly id: string; readonly subagent: boolean; readonly depth: number } | undefined
+}
+
+/**
+ * Whom a rollout's `session_meta` names as its parent: a subagent's spawning thread
+ * (`parent_thread_id`, or `source.subagent.thread_spawn.parent_thread_id` with its `depth`; a
+ * `source.subagent` of another kind with `forked_from_id`), else the session it was forked from.
+ */
+const parentOf = (payload: Rec): Meta["parent"] => {
+  const source = isObject(payload.source) ? payload.source : undefined
+  const spawn = isObject(source?.subagent) && isObject(source.subagent.thread_spawn) ? source.subagent.thread_spawn : undefined
+  const subagent = source?.subagent !== undefined || payload.thread_source === "subagent"
+  const spawner = nonEmpty(payload.parent_thread_id) ?? nonEmpty(spawn?.parent_thread_id)
+  const forked = nonEmpty(payload.forked_from_id)
+  const depth = typeof spawn?.depth === "number" && Number.isSafeInteger(spawn.depth) && spawn.depth > 0 ? spawn.depth : 1
+  if (spawner !== undefined) return { id: spawner, subagent: true, depth }
+  if (forked !== undefined) return { id: forked, subagent, depth }
+  return undefined
 }
 
 interface Pending {
@@ -127,7 +146,7 @@ export const importCodexFile = (
   Effect.gen(function*() {
     const max = options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES
     const tally = new RecordTally()
-    const meta: Meta = { id: undefined, cwd: undefined, time: undefined, provider: undefined }
+    const meta: Meta = { id: undefined, cwd: undefined, time: undefined, provider: undefined, parent: undefined }
     const first = yield* Effect.either(forEachLine(file, max, (l) =>
       Effect.sync(() => {
         if (l._tag !== "Text" || meta.id !== undefined) return
@@ -138,6 +157,7 @@ export const importCodexFile = (
         if (typeof payload.cwd === "string" && isAbsolutePath(payload.cwd)) meta.cwd = payload.cwd
         meta.time = timeOf(payload.timestamp) ?? timeOf(p.value.timestamp)
         meta.provider = nonEmpty(payload.model_provider)
+        meta.parent = parentOf(payload)
       })))
     if (first._tag === "Left") return tally.report(file, "codex", [], readFailure(file, first.left))
     const base = meta.id ?? file.replace(/^.*\//, "").replace(/\.jsonl$/, "")
@@ -145,11 +165,22 @@ export const importCodexFile = (
       version: 1,
       id: codexSessionId(base),
       createdAt: meta.time !== undefined && meta.time >= 0 ? meta.time : 0,
-      ...(meta.cwd === undefined ? {} : { cwd: meta.cwd })
+      ...(meta.cwd === undefined ? {} : { cwd: meta.cwd }),
+      // a subagent is a child session; a fork names the session it came from
+      ...(meta.parent === undefined
+        ? {}
+        : meta.parent.subagent
+        ? { parentSession: codexSessionId(meta.parent.id), origin: "subagent" as const, delegationDepth: meta.parent.depth }
+        : { parentSession: codexSessionId(meta.parent.id) })
     }
     const writer = yield* openWriter(header, existing, options.force === true)
     const b = new LogBuilder().at(meta.time)
-    b.ignorable(IMPORT_ORIGIN, { tool: "codex", file, sourceSessionId: base })
+    b.ignorable(IMPORT_ORIGIN, {
+      tool: "codex",
+      file,
+      sourceSessionId: base,
+      ...(meta.parent === undefined ? {} : meta.parent.subagent ? { spawnedBy: meta.parent.id } : { forkedFrom: meta.parent.id })
+    })
     let pending: Pending | undefined
     let model: { model: string; effort: string | undefined } | undefined
     const provider = meta.provider ?? "openai"
