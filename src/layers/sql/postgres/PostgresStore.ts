@@ -5,7 +5,7 @@
  * writers, REPEATABLE READ loads, hot statements kept prepared per connection, SQLSTATEs told
  * apart; and the client (BIGINT read as numbers, the durability check) behind `make`. Followers
  * are woken by a `NOTIFY` sent in each write transaction and a `LISTEN` on a dedicated connection
- * (docs/follow.md "PostgreSQL").
+ * per store instance (docs/follow.md "PostgreSQL").
  *
  * @since 0.1.0
  */
@@ -15,7 +15,9 @@ import type { Connection } from "@effect/sql/SqlConnection"
 import type Pg from "pg"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as PubSub from "effect/PubSub"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
@@ -215,12 +217,12 @@ const NOTIFY_STATEMENT = `SELECT pg_notify('${FOLLOW_CHANNEL}', current_schema()
 const ADVANCE_RETURNING = `RETURNING pg_notify('${FOLLOW_CHANNEL}', current_schema() || '/' || id)`
 
 /**
- * The wake-ups of a follower of `id`: `LISTEN` on a connection of its own, one element once the
- * LISTEN is in place, then one per committed write of the session (its `NOTIFY`). A dropped
- * connection fails the stream (the store then polls).
+ * The notifications of this schema on a `LISTEN` connection of its own: `undefined` once the
+ * LISTEN is in place, then the session id of each committed write (its `NOTIFY`). A dropped
+ * connection fails the stream.
  */
-const listenWakeups = (options: PostgresStoreOptions) => (id: string): Stream.Stream<void, StoreFailure> =>
-  Stream.asyncScoped<void, StoreFailure>((emit) =>
+const listenAll = (options: PostgresStoreOptions): Stream.Stream<string | undefined, StoreFailure> =>
+  Stream.asyncScoped<string | undefined, StoreFailure>((emit) =>
     Effect.acquireRelease(
       Effect.tryPromise({
         try: async () => {
@@ -236,12 +238,13 @@ const listenWakeups = (options: PostgresStoreOptions) => (id: string): Stream.St
           client.on("end", () => dropped("connection ended"))
           await client.connect()
           const rows = await client.query<{ readonly s: string }>("SELECT current_schema() AS s")
-          const key = `${rows.rows[0]?.s ?? ""}/${id}`
+          const prefix = `${rows.rows[0]?.s ?? ""}/`
           client.on("notification", (msg) => {
-            if (msg.channel === FOLLOW_CHANNEL && msg.payload === key) void emit.single(undefined)
+            const payload = msg.payload
+            if (msg.channel === FOLLOW_CHANNEL && payload?.startsWith(prefix) === true) void emit.single(payload.slice(prefix.length))
           })
           await client.query(`LISTEN ${FOLLOW_CHANNEL}`)
-          // armed: the follower reads once more now
+          // armed: every follower reads once more now
           void emit.single(undefined)
           return client
         },
@@ -254,7 +257,64 @@ const listenWakeups = (options: PostgresStoreOptions) => (id: string): Stream.St
           client.on("error", () => undefined)
           return client.end()
         }).pipe(Effect.interruptible, Effect.timeoutOption(1_000))
-    ), { bufferSize: 1, strategy: "sliding" })
+    ), "unbounded")
+
+/** What the shared listener hands its subscribers: a session id, "armed" (`undefined`), or its end. */
+type Heard = string | undefined | StoreFailure
+
+interface Listener {
+  readonly pubsub: PubSub.PubSub<Heard>
+  readonly fiber: Fiber.RuntimeFiber<void>
+  refs: number
+}
+
+/**
+ * The wake-ups of the followers of one store instance (docs/follow.md "PostgreSQL"): one `LISTEN`
+ * connection for all the sessions they follow, opened with the first follower and closed with the
+ * last; a session's wake-ups are one element at once (and again once the LISTEN is in place),
+ * then one per notification naming it. A dropped connection fails every session's wake-ups (the
+ * store then polls); the next follower opens a new one.
+ */
+const listenWakeups = (options: PostgresStoreOptions) => {
+  let current: Listener | undefined
+  const lock = Effect.unsafeMakeSemaphore(1)
+  const acquire = lock.withPermits(1)(Effect.gen(function*() {
+    if (current === undefined) {
+      const pubsub = yield* PubSub.unbounded<Heard>()
+      const fiber = yield* listenAll(options).pipe(
+        Stream.runForEach((heard) => PubSub.publish(pubsub, heard)),
+        Effect.catchAll((failure) => Effect.zipRight(Effect.sync(() => void (current === listener ? current = undefined : undefined)), PubSub.publish(pubsub, failure))),
+        Effect.asVoid,
+        Effect.interruptible,
+        Effect.forkDaemon
+      )
+      const listener: Listener = { pubsub, fiber, refs: 0 }
+      current = listener
+    }
+    const listener = current
+    listener.refs++
+    return listener
+  }))
+  const release = (listener: Listener) =>
+    lock.withPermits(1)(Effect.suspend(() => {
+      if (--listener.refs > 0) return Effect.void
+      if (current === listener) current = undefined
+      return Effect.zipRight(Fiber.interrupt(listener.fiber), PubSub.shutdown(listener.pubsub))
+    }))
+  return (id: string): Stream.Stream<void, StoreFailure> =>
+    Stream.unwrapScoped(Effect.map(
+      Effect.flatMap(Effect.acquireRelease(acquire, release), (listener) => PubSub.subscribe(listener.pubsub)),
+      (heard) =>
+        Stream.concat(
+          Stream.make(undefined),
+          Stream.fromQueue(heard).pipe(
+            Stream.mapEffect((h): Effect.Effect<boolean, StoreFailure> => h instanceof StoreFailure ? Effect.fail(h) : Effect.succeed(h === undefined || h === id)),
+            Stream.filter((wake) => wake),
+            Stream.as(undefined)
+          )
+        )
+    ))
+}
 
 /**
  * The PostgreSQL dialect of the SQL store (for a client built with `clientTypes`).
