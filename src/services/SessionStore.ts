@@ -7,6 +7,7 @@
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import type * as Stream from "effect/Stream"
 import {
   AppendConflict,
@@ -181,6 +182,19 @@ export type ReadError = LoadError | LegacyFormRefused | StoreCorrupt
 export type FollowError = ReadError | SeqNotContiguous | AppendConflict
 
 /**
+ * A stored session as `listEntries` gives it: its header and where its log ends, known without
+ * reading the log (docs/guide.md "Listing sessions").
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface SessionEntry {
+  readonly header: SessionHeader
+  /** Its last committed event's seq and time (epoch ms); absent when it holds no event. */
+  readonly last: { readonly seq: number; readonly time: number } | undefined
+}
+
+/**
  * The SessionStore service shape.
  *
  * @since 0.1.0
@@ -225,6 +239,11 @@ export interface SessionStoreShape {
     options: { readonly revision: string }
   ) => Effect.Effect<void, AppendConflict | SessionNotFound | StoreCorrupt | StoreFailure>
   /** Replace header and events (v0→v1 upgrade) if still at `revision`, keeping a backup. */
+  /**
+   * `list` with each session's last event (seq and time), which each backend knows without a
+   * read of the log (docs/guide.md "Listing sessions"); sorted by (createdAt, id).
+   */
+  readonly listEntries: () => Effect.Effect<ReadonlyArray<SessionEntry>, StoreFailure>
   readonly replaceLog: (
     id: string,
     header: SessionHeader,
@@ -474,6 +493,11 @@ export interface SessionStoreImpl {
    * the followers of this instance and, should it fail (a dropped connection), polls instead. By
    * default a poll every `FOLLOW_POLL_MILLIS`.
    */
+  /**
+   * The stored sessions with their last event, in any order; by default `list`, then a read of
+   * each log keeping only its last event (a session that cannot be read is left out).
+   */
+  readonly listEntries?: () => Effect.Effect<ReadonlyArray<SessionEntry>, StoreFailure>
   readonly wakeups?: (id: string) => Stream.Stream<void, StoreFailure>
   /**
    * The reads of one follower of `id`, for a backend that can read what was committed since the
@@ -496,6 +520,35 @@ const byCreation = (a: SessionHeader, b: SessionHeader) => a.createdAt - b.creat
  * prepared ones pass), reads of a registered session that is not written yet (its header and no
  * events; L11 for an unknown id), `loadEach` and `readFrom` where the backend has none, and `list`
  * sorted by `(createdAt, id)`. Every operation but `append` runs in a span `<name>.<operation>`.
+/**
+ * The last event of a stored log as `SessionEntry` gives it: a record's `seq` and `time` when both
+ * are integers.
+ *
+ * @since 0.2.0
+ * @category utils
+ */
+export const lastOf = (events: ReadonlyArray<unknown>): SessionEntry["last"] => {
+  const e = events.at(-1)
+  return isRecord(e) && Number.isSafeInteger(e.seq) && Number.isSafeInteger(e.time)
+    ? { seq: e.seq as number, time: e.time as number }
+    : undefined
+}
+
+/** `listEntries` for a backend without its own: `list`, then a read of each log (its last event kept). */
+const entriesByReading = (
+  list: () => Effect.Effect<ReadonlyArray<SessionHeader>, StoreFailure>,
+  load: (id: string) => Effect.Effect<LoadResult, LoadError>
+) =>
+  Effect.flatMap(list(), (headers) =>
+    Effect.map(
+      Effect.forEach(headers, (header) =>
+        load(header.id).pipe(
+          Effect.map(({ events }) => Option.some<SessionEntry>({ header, last: lastOf(events) })),
+          Effect.orElseSucceed(() => Option.none<SessionEntry>())
+        )),
+      (found) => found.flatMap((o) => Option.isSome(o) ? [o.value] : [])
+    ))
+
  *
  * @since 0.2.0
  * @category constructors
@@ -576,6 +629,12 @@ export const make = (impl: SessionStoreImpl): SessionStoreShape => {
   const follow = StoreFollow.followOver({
     readFrom: shape.readFrom,
     subscribe: StoreFollow.makeWatchers(impl.name, impl.wakeups ?? (() => StoreFollow.pollWakeups())),
+    listEntries: () =>
+      Effect.map(
+        impl.listEntries === undefined ? entriesByReading(impl.list, load) : impl.listEntries(),
+        (entries) => [...entries].sort((a, b) => byCreation(a.header, b.header))
+      ).pipe(span("listEntries")),
+
     checkFromSeq,
     ...(impl.followReader === undefined ? {} : { reader: impl.followReader })
   })

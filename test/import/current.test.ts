@@ -11,7 +11,7 @@ import * as Effect from "effect/Effect"
 import { importClaudeCode } from "../../src/programs/import/ClaudeCode.js"
 import type { Event } from "../../src/schema/Events.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
-import { eventsOf, fixtures, messagesOf, verified, withStore } from "./helpers.js"
+import { eventsOf, fixtures, messagesAt, messagesOf, verified, withStore } from "./helpers.js"
 
 const ORIGINAL = "9a1f0c52-3b7d-4e2a-8c61-000000000010"
 const RESUMED = "9a1f0c52-3b7d-4e2a-8c61-000000000011"
@@ -128,6 +128,31 @@ describe("import --from claude-code, current record shapes", () => {
         "user:<system-reminder>\nPostToolUse:Edit hook additional context: formatted\n</system-reminder>",
         "user:Your task is to create a detailed summary of the conversation so far.",
         "assistant:<summary>Build and tests checked.</summary>"
+      ])
+    })))
+  it.scoped("a compaction that preserved a segment: the summary replaces what came before it, the segment stays after the summary", () =>
+    run(Effect.gen(function*() {
+      const session = "6b2e4f10-7c3d-4a5b-9e8f-000000000020"
+      const id = `claude-code:${session}`
+      const [report] = yield* importClaudeCode(`${fixtures}/claude-code/preserved/${session}.jsonl`)
+      assert.deepStrictEqual(report.keptReasons, { "last-prompt": 1 })
+      assert.strictEqual(yield* verified(id), "ok")
+      const events = yield* eventsOf(id)
+      const summary = byType(events, "user/message").find((e) => data(e).id === "s1")!
+      assert.deepStrictEqual(data(summary).source, { kind: "plugin", plugin: "compact", compactionId: "b1" })
+      // before it, the whole history; after it, the summary, the preserved segment, what followed
+      assert.deepStrictEqual(texts(yield* messagesAt(id, summary.seq - 1)), [
+        "user:Refactor the parser",
+        "assistant:The parser is refactored.",
+        "user:Now the lexer",
+        "assistant:The lexer is done."
+      ])
+      assert.deepStrictEqual(texts(yield* messagesOf(id)), [
+        "user:This session is being continued from a previous conversation. Summary: the parser was refactored.",
+        "user:Now the lexer",
+        "assistant:The lexer is done.",
+        "user:And the tests?",
+        "assistant:The tests pass."
       ])
     })))
 })

@@ -89,7 +89,7 @@ const isToolResult = (b: unknown): b is Rec => isObject(b) && b.type === "tool_r
 // Pass 1: the tree
 
 interface Node {
-  readonly parent: string | undefined
+  parent: string | undefined
   readonly sidechain: boolean
   /** A `user`, `assistant` or `system` record or a queued prompt (a branch ends on one of these). */
   readonly conversation: boolean
@@ -108,6 +108,8 @@ interface Index {
   firstTime: number | undefined
   lastMain: string | undefined
   lastAny: string | undefined
+  /** Compactions that preserved a segment: the boundary, the segment's first record, the record it follows now. */
+  readonly preserved: Array<{ readonly boundary: string; readonly head: string; readonly anchor: string }>
 }
 
 const CONVERSATION = new Set(["user", "assistant", "system"])
@@ -137,6 +139,15 @@ const indexRecord = (index: Index, rec: Rec) => {
   // a queued prompt is the person's words too: a session can end on one
   const conversation = (typeof rec.type === "string" && CONVERSATION.has(rec.type)) ||
     (rec.type === "attachment" && isObject(rec.attachment) && rec.attachment.type === "queued_command")
+  const segment = rec.type === "system" && rec.subtype === "compact_boundary" && isObject(rec.compactMetadata) &&
+      isObject(rec.compactMetadata.preservedSegment)
+    ? rec.compactMetadata.preservedSegment
+    : undefined
+  const head = nonEmpty(segment?.headUuid)
+  const anchor = nonEmpty(segment?.anchorUuid)
+  if (head !== undefined && anchor !== undefined && index.preserved.length < MAX_SESSION_IDS) {
+    index.preserved.push({ boundary: uuid, head, anchor })
+  }
   const toolResult = rec.type === "user" && isObject(rec.message) && Array.isArray(rec.message.content) &&
     rec.message.content.some(isToolResult)
   index.nodes.set(uuid, { parent, sidechain, conversation, toolResult })
@@ -157,6 +168,27 @@ const branch = (nodes: Map<string, Node>, leaf: string | undefined, into: Map<st
 }
 
 const MAIN = ""
+
+/**
+ * A compaction that preserved a segment (`compactMetadata.preservedSegment`, Claude Code 2.1.x)
+ * keeps the segment's records where they were written, before the boundary; the records after
+ * the compaction continue from the segment's tail. Claude Code reads the segment as following
+ * the summary (its `anchorUuid`): so does the tree here, and the boundary follows the record
+ * before the segment, so that the summarised history stays on the branch. Returns the boundaries
+ * relinked, with their segment's first record.
+ */
+const relinkPreserved = (index: Index): Map<string, string> => {
+  const heads = new Map<string, string>()
+  for (const p of index.preserved) {
+    const head = index.nodes.get(p.head)
+    const boundary = index.nodes.get(p.boundary)
+    if (head === undefined || boundary === undefined || !index.nodes.has(p.anchor) || head.parent === p.anchor) continue
+    boundary.parent = head.parent
+    head.parent = p.anchor
+    heads.set(p.boundary, p.head)
+  }
+  return heads
+}
 
 /**
  * Parallel tool calls (Claude Code 2.x): each `tool_use` block is a record of its own, and each
@@ -223,8 +255,12 @@ interface Target {
   assistant:
     | { id: string; messageId: string; content: Array<ContentBlock>; model: string; usage: TokenUsage | undefined; time: number }
     | undefined
-  /** The last compaction boundary, cited by the summary that follows it. */
-  boundary: { readonly uuid: string; readonly seq: number } | undefined
+  /** The last compaction boundary, cited by the summary that follows it (and the seq its preserved segment starts at). */
+  boundary: { readonly uuid: string; readonly seq: number; readonly keepFrom: number | undefined } | undefined
+  /** Boundaries whose compaction preserved a segment, with the segment's first record. */
+  readonly heads: ReadonlyMap<string, string>
+  /** The first seq of each preserved segment's events (its first record's). */
+  readonly marks: Map<string, number>
   /** The model of the last request header written. */
   model: string | undefined
 }
@@ -295,7 +331,7 @@ const mapRecord = (t: Target, rec: Rec, line: number, uuid: string): string | un
         const seq = envelope()
         const boundary = t.boundary
         t.boundary = undefined
-        b.compaction(uuid, blocksOf(content), boundary?.uuid ?? uuid, boundary === undefined ? [seq] : [boundary.seq, seq])
+        b.compaction(uuid, blocksOf(content), boundary?.uuid ?? uuid, boundary === undefined ? [seq] : [boundary.seq, seq], {}, boundary?.keepFrom)
         return undefined
       }
       const all = Array.isArray(content) ? content : undefined
@@ -347,7 +383,8 @@ const mapRecord = (t: Target, rec: Rec, line: number, uuid: string): string | un
     case "system": {
       if (rec.subtype !== "compact_boundary") return `system:${typeof rec.subtype === "string" ? rec.subtype : "other"}`
       flushAssistant(t)
-      t.boundary = { uuid, seq: envelope() }
+      const head = t.heads.get(uuid)
+      t.boundary = { uuid, seq: envelope(), keepFrom: head === undefined ? undefined : t.marks.get(head) }
       return undefined
     }
     default:
@@ -399,7 +436,8 @@ export const importClaudeCodeFile = (
       version: undefined,
       firstTime: undefined,
       lastMain: undefined,
-      lastAny: undefined
+      lastAny: undefined,
+      preserved: []
     }
     const first = yield* Effect.either(forEachLine(file, max, (l) =>
       Effect.sync(() => {
@@ -408,6 +446,8 @@ export const importClaudeCodeFile = (
         if (p._tag === "Json" && isObject(p.value)) indexRecord(index, p.value)
       })))
     if (first._tag === "Left") return tally.report(file, "claude-code", [], readFailure(file, first.left))
+    const preservedHeads = relinkPreserved(index)
+    const segmentHeads = new Set(preservedHeads.values())
     const { owner, subagent } = owners(index)
     const { base, resumedFrom } = sessionOf(index, file, subagent)
     const mainId = subagent ? claudeCodeSessionId(base, index.agentId ?? "sidechain") : claudeCodeSessionId(base)
@@ -447,7 +487,7 @@ export const importClaudeCodeFile = (
           ...(key === MAIN ? {} : { sidechainRoot: key }),
           ...(index.version === undefined ? {} : { sourceVersion: index.version })
         })
-        const t: Target = { builder, writer, assistant: undefined, boundary: undefined, model: undefined }
+        const t: Target = { builder, writer, assistant: undefined, boundary: undefined, model: undefined, heads: preservedHeads, marks: new Map() }
         targets.set(key, t)
         order.push(t)
         return t
@@ -489,6 +529,13 @@ export const importClaudeCodeFile = (
           return keep(main, l.line, reason, { record: rec })
         }
         const t = yield* targetOf(who, timeOf(rec.timestamp))
+        if (segmentHeads.has(uuid)) {
+          // where a preserved segment starts: the model message being assembled ends before it
+          // unless the record continues it
+          const id = isObject(rec.message) ? nonEmpty(rec.message.id) : undefined
+          if (rec.type !== "assistant" || t.assistant?.messageId !== id) flushAssistant(t)
+          t.marks.set(uuid, t.builder.seq)
+        }
         const kept = mapRecord(t, rec, l.line, uuid)
         if (kept !== undefined) keep(t, l.line, kept, { record: rec })
         else tally.mapped++

@@ -318,7 +318,8 @@ export class LogBuilder {
 
   /**
    * A compaction summary: a `user/message` from the `compact` plugin replacing the whole surface
-   * (every node cited, F4), or appended when the surface is empty.
+   * (every node cited, F4), or only the nodes before seq `keepFrom` (a preserved segment stays
+   * after it), or appended when there is nothing to replace.
    *
    * @since 0.2.0
    */
@@ -327,7 +328,8 @@ export class LogBuilder {
     content: ReadonlyArray<ContentBlock>,
     compactionId: string,
     cites: ReadonlyArray<number> = [],
-    source: Readonly<Record<string, unknown>> = {}
+    source: Readonly<Record<string, unknown>> = {},
+    keepFrom?: number
   ): number {
     const data = {
       id: this.uniqueId(id),
@@ -335,15 +337,18 @@ export class LogBuilder {
       content,
       source: { kind: "plugin", plugin: "compact", compactionId, ...source }
     }
-    if (this.surface.length === 0) return this.surfaceAppend("user/message", data)
-    const shadowed = this.surface.splice(0, this.surface.length)
+    // the nodes from seq `keepFrom` on stay after the summary (a segment the compaction preserved)
+    const kept = keepFrom === undefined ? -1 : this.surface.findIndex((s) => s >= keepFrom)
+    const cut = kept === -1 ? this.surface.length : kept
+    if (cut === 0) return this.surfaceAppend("user/message", data)
+    const shadowed = this.surface.slice(0, cut)
     const seen = new Set(shadowed)
     const sourceEventSeqs = [...cites.filter((s) => !seen.has(s)), ...shadowed]
     const seq = this.push("user/message", data, {
       sourceEventSeqs,
       surfaceOp: { op: "replace", start: shadowed[0], end: shadowed[shadowed.length - 1] }
     })
-    this.surface.push(seq)
+    this.surface.splice(0, cut, seq)
     this.counts.messages++
     return seq
   }
