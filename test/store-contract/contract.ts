@@ -511,6 +511,49 @@ export const storeContract = (
         assert.deepStrictEqual(listed.map(headerLine), listed.map((h) => headerLine(headers.get(h.id)!)))
       }).pipe(fresh))
 
+    it.scoped.prop(
+      "listEntries: each materialised session's header with its last event's seq and time, as list sorts them (a new instance too)",
+      { log: validLogArb, sizes: fc.array(fc.integer({ min: 1, max: 6 }), { maxLength: 8 }), other: fc.integer({ min: 1, max: 5 }) },
+      ({ log, other, sizes }) =>
+        Effect.gen(function*() {
+          const location = durable === undefined ? undefined : yield* durable.location
+          const layer = durable === undefined || location === undefined ? makeLayer() : durable.layerAt(location)
+          const check = Effect.gen(function*() {
+            const store = yield* SessionStore
+            const entries = yield* store.listEntries()
+            assert.deepStrictEqual(entries.map((e) => headerLine(e.header)), (yield* store.list()).map(headerLine))
+            return entries.map((e) => [e.header.id, e.last] as const)
+          })
+          const { a, b, listed } = yield* Effect.gen(function*() {
+            const store = yield* SessionStore
+            const a = uniqueIds("entries")
+            const b = uniqueIds("entries")
+            const registered = uniqueIds("entries")
+            yield* store.create(headerFor(a, 7))
+            yield* store.create(headerFor(b, 3))
+            yield* store.create(headerFor(registered, 1))
+            let next = 0
+            for (const batch of partition(log, sizes)) {
+              yield* store.append(a, batch, { expectedSeq: next })
+              next += batch.length
+            }
+            yield* store.append(b, pluginEvents(0, other), { expectedSeq: 0 })
+            return { a, b, listed: yield* check }
+          }).pipe(Effect.provide(layer))
+          const lastA = log.at(-1)
+          const expected: Array<readonly [string, { readonly seq: number; readonly time: number } | undefined]> = [
+            [b, { seq: other - 1, time: 1_000 + other - 1 }],
+            ...(lastA === undefined ? [] : [[a, { seq: lastA.seq, time: lastA.time }] as const])
+          ]
+          assert.deepStrictEqual(listed, expected)
+          // from storage alone: another instance over the same location lists the same
+          if (location !== undefined && durable !== undefined) {
+            assert.deepStrictEqual(yield* Effect.provide(check, durable.layerAt(location)), expected)
+          }
+        }).pipe(Effect.scoped),
+      { fastCheck: { numRuns: Math.min(numRuns, 4) } }
+    )
+
     it.scoped("J14 create rejects an id registered in this store, and one already stored", () =>
       Effect.gen(function*() {
         const store = yield* SessionStore

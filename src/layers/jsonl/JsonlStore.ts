@@ -19,7 +19,17 @@ import { StoreFailure } from "../../schema/Errors.js"
 import type { Event } from "../../schema/Events.js"
 import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES } from "../../schema/Format.js"
 import type { SessionHeader } from "../../schema/SessionHeader.js"
-import { type EventSink, type LoadSummary, make as makeSessionStore, SessionStore, type SessionStoreShape, type TornTail } from "../../services/SessionStore.js"
+import {
+  type EventSink,
+  lastOf,
+  type LoadSummary,
+  make as makeSessionStore,
+  type SessionEntry,
+  SessionStore,
+  type SessionStoreShape,
+  type TornTail
+} from "../../services/SessionStore.js"
+import { lastRecordOf, UNDECIDED } from "./LastRecord.js"
 import { SyncFileSystem } from "./SyncFileSystem.js"
 import { makeSegmentEncoders } from "./Compression.js"
 import * as JsonlFiles from "./Files.js"
@@ -178,7 +188,8 @@ export const make = (
           const summary: LoadSummary = { ...rest, count: scanned.result.nextSeq }
           return summary
         }),
-      list: () => list(p),
+      list: () => Effect.map(listed(p, "list"), (files) => files.map((f) => f.header)),
+      listEntries: () => listEntries(p),
       wakeups: (id) => Watch.wakeups(p.files.candidates(id).map((c) => c.file)),
       followReader: followReader(p),
       truncateTornTail: (id, tornTail, { revision }) => truncateTornTail(p, id, tornTail, revision),
@@ -281,16 +292,16 @@ const compressedLog = (header: SessionHeader, events: ReadonlyArray<Event>, p: P
  * Headers of the session files (any order: `SessionStore.make` sorts them), first lines only; an unreadable one (a FIFO or other non-regular
  * file too: never opened) is skipped with a warning.
  */
-const list = (p: Pieces) =>
+const listed = (p: Pieces, method: string) =>
   Effect.gen(function*() {
-    const headers: Array<SessionHeader> = []
-    const files = yield* p.files.sessionFiles.pipe(mapFs("list"))
+    const headers: Array<{ readonly file: string; readonly named: boolean; readonly name: string; readonly header: SessionHeader }> = []
+    const files = yield* p.files.sessionFiles.pipe(mapFs(method))
     const seen = new Map<string, number>()
     for (const { name, named } of files) if (named !== true) seen.set(name, (seen.get(name) ?? 0) + 1)
     for (const { file, name, named } of files) {
       if (named !== true && seen.get(name)! > 1) {
         // J14: one session under both names (`.jsonl` and `.jsonlz`): reads refuse it too
-        yield* Effect.logWarning(`JsonlStore.list: skipping ${file}: the session is stored under two names`)
+        yield* Effect.logWarning(`JsonlStore.${method}: skipping ${file}: the session is stored under two names`)
         continue
       }
       const scanned = yield* Effect.either(scanFile(p.fs, file, {
@@ -299,14 +310,42 @@ const list = (p: Pieces) =>
         maxLineBytes: p.maxLineBytes,
         keepEvents: false,
         headerOnly: true
-      }, "list"))
+      }, method))
       if (scanned._tag === "Left") {
-        yield* Effect.logWarning(`JsonlStore.list: skipping ${file}: ${scanned.left.message}`)
+        yield* Effect.logWarning(`JsonlStore.${method}: skipping ${file}: ${scanned.left.message}`)
       } else if (scanned.right !== undefined) {
-        headers.push(scanned.right.result.header)
+        headers.push({ file, named: named === true, name, header: scanned.right.result.header })
       }
     }
     return headers
+  })
+
+/**
+ * The sessions with their last event (`SessionStore.listEntries`): of a plain file, its last
+ * complete line (`LastRecord`, a few KiB read from its end); a compressed file, or one whose last
+ * line is not a committed-looking record, is read whole (streamed, keeping only the last event).
+ * A session that cannot be read is left out with a warning.
+ */
+const listEntries = (p: Pieces) =>
+  Effect.gen(function*() {
+    const entries: Array<SessionEntry> = []
+    for (const { file, header, name, named } of yield* listed(p, "listEntries")) {
+      const last = yield* lastRecordOf(p.fs, file, p.maxLineBytes)
+      if (last !== UNDECIDED) {
+        entries.push({ header, last })
+        continue
+      }
+      let events: ReadonlyArray<unknown> = []
+      const read = yield* Effect.either(scanFileEach(p.fs, file, {
+        location: file,
+        ...(named ? {} : { expectedName: name }),
+        maxLineBytes: p.maxLineBytes,
+        keepEvents: false
+      }, "listEntries", { onEvents: (chunk) => Effect.sync(() => void (events = chunk)) }))
+      if (read._tag === "Left") yield* Effect.logWarning(`JsonlStore.listEntries: skipping ${file}: ${read.left.message}`)
+      else if (read.right !== undefined) entries.push({ header, last: lastOf(events) })
+    }
+    return entries
   })
 
 /**

@@ -15,6 +15,7 @@ import type { Event } from "../../schema/Events.js"
 import type { SessionHeader } from "../../schema/SessionHeader.js"
 import {
   type BatchCheckOptions,
+  lastOf,
   make as makeSessionStore,
   makeRegistry,
   SessionStore,
@@ -127,6 +128,7 @@ export const make = (options: MemoryStoreOptions = {}): Effect.Effect<SessionSto
           }
         }),
       list: () => Effect.sync(() => [...stored.values()].map((s) => s.header)),
+      listEntries: () => Effect.sync(() => [...stored.values()].map((s) => ({ header: s.header, last: lastOf(s.events) }))),
       wakeups,
 
       truncateTornTail: (id, tornTail, { revision }) =>

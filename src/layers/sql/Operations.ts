@@ -6,7 +6,7 @@
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
-import type { SqlError } from "@effect/sql/SqlError"
+import { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { ParseError } from "effect/ParseResult"
@@ -25,9 +25,27 @@ import type { Event } from "../../schema/Events.js"
 import { SESSION_FORMAT_VERSION } from "../../schema/Format.js"
 import { encodeJson, type Json } from "../../schema/Json.js"
 import { headerRecord, type SessionHeader, validateSessionHeader } from "../../schema/SessionHeader.js"
-import type { EventSink, LoadResult, LoadSummary, StoreAppendError, TornTail } from "../../services/SessionStore.js"
+import {
+  type EventSink,
+  lastOf,
+  type LoadResult,
+  type LoadSummary,
+  type SessionEntry,
+  type StoreAppendError,
+  type TornTail
+} from "../../services/SessionStore.js"
 import { failures, inTransaction, queryFailure, type Store } from "./StoreContext.js"
-import { EVENT_INSERT_COLUMNS, isEventRow, pushEventRows, rawLine, rowEnd, rowToEvents, undecodable } from "./EventRows.js"
+import {
+  EVENT_INSERT_COLUMNS,
+  EVENT_SELECT_COLUMNS,
+  EVENT_TABLE,
+  isEventRow,
+  pushEventRows,
+  rawLine,
+  rowEnd,
+  rowToEvents,
+  undecodable
+} from "./EventRows.js"
 import { RowScan } from "./LoadScan.js"
 import { headerFromRow, rowFromHeader, SessionRow } from "./SessionRows.js"
 import { onConnection, transaction } from "./Transaction.js"
@@ -333,7 +351,44 @@ export const list = (store: Store) =>
     const rows = yield* store.lease((conn) => onConnection(conn, store.listSessions)).pipe(
       Effect.mapError(queryFailure(store, "list"))
     )
-    const headers: Array<SessionHeader> = []
+    return (yield* sessionRows(store, rows)).map((r) => r.header)
+  })
+
+/**
+ * The stored sessions with their last event (`SessionStore.listEntries`), in one read
+ * transaction: the sessions rows, then of each session its one row that ends at `next_seq` (the
+ * primary key's index: no other row is read). A session whose last row is not a committed one
+ * (a torn tail) is read whole; one that cannot be read is left out.
+ */
+export const listEntries = (store: Store) =>
+  inTransaction(store, false, (conn) =>
+    Effect.gen(function*() {
+      const { sql } = store
+      const lastRow = sql`SELECT ${sql.literal(EVENT_SELECT_COLUMNS[store.layout])} FROM ${sql.literal(EVENT_TABLE[store.layout])}
+        WHERE session_id = ${""} AND seq < ${0} ORDER BY seq DESC LIMIT 1`.compile()[0]
+      const entries: Array<SessionEntry> = []
+      for (const { header, nextSeq } of yield* sessionRows(store, yield* store.listSessions)) {
+        if (nextSeq === 0) {
+          entries.push({ header, last: undefined })
+          continue
+        }
+        const [row] = yield* conn.executeValues(lastRow, [header.id, nextSeq])
+        const events: Array<Event> = []
+        if (isEventRow(row) && rowEnd(row) === nextSeq && typeof rowToEvents(row, row[0], store.location, events) === "number") {
+          entries.push({ header, last: lastOf(events) })
+          continue
+        }
+        const whole = yield* Effect.either(readSession(store, header.id, "listEntries"))
+        if (whole._tag === "Right" && whole.right !== undefined) entries.push({ header, last: lastOf(whole.right.events) })
+      }
+      return entries
+    })
+  ).pipe(Effect.mapError((e) => e instanceof SqlError ? queryFailure(store, "listEntries")(e) : new StoreFailure({ method: "listEntries", cause: e })))
+
+/** The sessions rows that decode to a valid header, with their `next_seq`; the others skipped with a warning. */
+const sessionRows = (store: Store, rows: ReadonlyArray<unknown>) =>
+  Effect.gen(function*() {
+    const headers: Array<{ readonly header: SessionHeader; readonly nextSeq: number }> = []
     const decode = Schema.decodeUnknownEither(SessionRow)
     for (const raw of rows) {
       const row = decode(raw)
@@ -347,7 +402,7 @@ export const list = (store: Store) =>
         )
         continue
       }
-      headers.push(header)
+      headers.push({ header, nextSeq: row._tag === "Right" ? row.right.next_seq : 0 })
     }
     return headers
   })

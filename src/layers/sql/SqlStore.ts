@@ -106,6 +106,7 @@ export const make = (
           return suffix
         }),
       list: () => Operations.list(store),
+      listEntries: () => Operations.listEntries(store),
       ...(dialect.wakeups === undefined ? {} : { wakeups: dialect.wakeups }),
       truncateTornTail: (id, tornTail, { revision }) => Operations.truncateTornTail(store, id, tornTail, revision),
       replaceLog: (id, header, events, { backup, revision }) =>

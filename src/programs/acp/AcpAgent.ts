@@ -24,7 +24,7 @@ import { isAbsolutePath, type SessionHeader } from "../../schema/SessionHeader.j
 import type { HeaderSnapshotter } from "../../services/HeaderSnapshotter.js"
 import { nextId } from "../../services/IdGenerator.js"
 import { Session, type SessionShape } from "../../services/Session.js"
-import { SessionStore } from "../../services/SessionStore.js"
+import { type SessionEntry, SessionStore } from "../../services/SessionStore.js"
 import * as AgentLoop from "../agent/AgentLoop.js"
 import type { Route } from "../agent/TurnTypes.js"
 import { AcpRejected, invalidParams, sessionNotFound, toRequestError } from "./AcpErrors.js"
@@ -93,6 +93,12 @@ export type AcpRequirements<Tools extends Record<string, Tool.Any>> =
 const TITLE_CHARS = 80
 
 /** The title a `user/message` from the user gives its session: its text on one line, shortened. */
+/** `session/list` looks for a session's title (its first user prompt) in this many events at most. */
+const TITLE_SCAN_EVENTS = 1_000
+
+/** Ends the streamed read of a title scan (the title found, or `TITLE_SCAN_EVENTS` read). */
+class TitleScanDone extends Data.TaggedError("TitleScanDone") {}
+
 const titleOf = (event: unknown): string | undefined => {
   const e = event as { readonly type?: unknown; readonly data?: unknown } | null
   if (e === null || typeof e !== "object" || e.type !== "user/message") return undefined
@@ -259,33 +265,37 @@ export const makeAgentApp = <Tools extends Record<string, Tool.Any>>(
       })
 
     /**
-     * When a session was last active: the time of its last event (of the handle when it is open on
-     * this connection, unflushed events included; else a streamed read that keeps nothing but that
-     * time), its creation when it has none; unknown when its log cannot be read.
+     * A session's last activity and title (its first user prompt, shortened) for `session/list`.
+     * Last activity: the time of its last event (of the handle when it is open on this connection,
+     * unflushed events included; else the store's `listEntries`, which reads no log), its creation
+     * when it has none. The title: a streamed read of the log's start that stops at the first user
+     * prompt or after `TITLE_SCAN_EVENTS` events; none when the log cannot be read.
      */
-    /** A session's last activity and title (its first user prompt, shortened) for `session/list`. */
-    const activity = (header: SessionHeader): Effect.Effect<{ readonly time?: number; readonly title?: string }> =>
+    const activity = (entry: SessionEntry): Effect.Effect<{ readonly time?: number; readonly title?: string }> =>
       Effect.suspend(() => {
-        const entry = sessions.get(header.id)
-        if (entry !== undefined && entry !== "reserved") {
-          return Effect.map(entry.session.events, (events) => {
+        const { header } = entry
+        const open = sessions.get(header.id)
+        if (open !== undefined && open !== "reserved") {
+          return Effect.map(open.session.events, (events) => {
             let title: string | undefined
             for (const e of events) if ((title = titleOf(e)) !== undefined) break
             return { time: events.at(-1)?.time ?? header.createdAt, ...(title === undefined ? {} : { title }) }
           })
         }
-        let last: number = header.createdAt
+        const time = entry.last?.time ?? header.createdAt
         let title: string | undefined
+        let seen = 0
         return store.loadEach(header.id, {
           onEvents: (events) =>
-            Effect.sync(() => {
-              const time = (events.at(-1) as { readonly time?: unknown } | undefined)?.time
-              if (typeof time === "number") last = time
+            Effect.suspend(() => {
               for (const e of events) if (title === undefined) title = titleOf(e)
+              seen += events.length
+              return title !== undefined || seen >= TITLE_SCAN_EVENTS ? Effect.fail(new TitleScanDone()) : Effect.void
             })
         }).pipe(
-          Effect.map(() => ({ time: last, ...(title === undefined ? {} : { title }) })),
-          Effect.orElseSucceed(() => ({}))
+          Effect.catchTag("TitleScanDone", () => Effect.void),
+          Effect.map(() => ({ time, ...(title === undefined ? {} : { title }) })),
+          Effect.orElseSucceed(() => ({ time }))
         )
       })
 
@@ -406,11 +416,13 @@ export const makeAgentApp = <Tools extends Record<string, Tool.Any>>(
         }).pipe(Effect.withSpan("Acp.resumeSession"))))
       .onRequest(acp.methods.agent.session.list, ({ params }) =>
         run(Effect.gen(function*() {
-          const headers = (yield* store.list()).filter((h) => h.cwd !== undefined && (params.cwd == null || params.cwd === h.cwd))
-          const listed = yield* Effect.forEach(headers, (h) =>
-            Effect.map(activity(h), ({ time, title }): acp.SessionInfo => ({
-              sessionId: h.id,
-              cwd: h.cwd!,
+          const entries = (yield* store.listEntries()).filter(({ header: h }) =>
+            h.cwd !== undefined && (params.cwd == null || params.cwd === h.cwd)
+          )
+          const listed = yield* Effect.forEach(entries, (entry) =>
+            Effect.map(activity(entry), ({ time, title }): acp.SessionInfo => ({
+              sessionId: entry.header.id,
+              cwd: entry.header.cwd!,
               ...(title === undefined ? {} : { title }),
               ...(time === undefined ? {} : { updatedAt: new Date(time).toISOString() })
             })), { concurrency: 4 })

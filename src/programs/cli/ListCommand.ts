@@ -2,8 +2,9 @@
  * `session-log list` (docs/cli.md): the sessions of a store, each with its header, its event
  * count and what people look for next (last activity, message count, first-message preview, the
  * parent of a fork), all derived from a streamed cold read of the stored log. `--watch` then
- * reads the store again every `WATCH_MILLIS` and prints each session that appeared or changed, one
- * line each (`--json`: one JSON object per line), until interrupted. Never writes.
+ * asks the store every `WATCH_MILLIS` where each log ends (`listEntries`, no log read), reads
+ * again the sessions that appeared or whose end moved, and prints each that changed, one line
+ * each (`--json`: one JSON object per line), until interrupted. Never writes.
  */
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
@@ -12,7 +13,7 @@ import * as Effect from "effect/Effect"
 import type { Message } from "../../schema/Messages.js"
 import type { SessionHeader } from "../../schema/SessionHeader.js"
 import { checkVocabulary, isRecord } from "../../schema/Validation.js"
-import { readPipeline, type SessionStoreShape } from "../../services/SessionStore.js"
+import { readPipeline, type SessionEntry, type SessionStoreShape } from "../../services/SessionStore.js"
 import { json, resolveSpec, runCommand, store } from "./CommandSupport.js"
 import { clip, clipId, dim, formatTime, printJson, table } from "./Output.js"
 import { textOf } from "./Render.js"
@@ -91,14 +92,23 @@ const sessionRow = (s: SessionStoreShape, h: SessionHeader) =>
 
 type Row = Effect.Effect.Success<ReturnType<typeof sessionRow>>
 
-/** `list --watch`: every `WATCH_MILLIS`, the rows that are new or whose events or activity changed. */
-const watchRows = (s: SessionStoreShape, first: ReadonlyArray<Row>, asJson: boolean) =>
+/** Where a session's log ends, as the store's `listEntries` tells it without a read. */
+const endOf = (e: SessionEntry): string => e.last === undefined ? "-" : `${e.last.seq}:${e.last.time}`
+
+/**
+ * `list --watch`: every `WATCH_MILLIS`, the rows that are new or whose events or activity changed.
+ * Each round asks the store where each log ends (`listEntries`, no log read) and reads again only
+ * the sessions whose end moved.
+ */
+const watchRows = (s: SessionStoreShape, first: ReadonlyArray<Row>, ends: Map<string, string>, asJson: boolean) =>
   Effect.gen(function*() {
     const seen = new Map(first.map((r) => [r.id, `${r.events}:${r.lastActivity}`]))
     while (true) {
       yield* Effect.sleep(WATCH_MILLIS)
-      const rows = yield* Effect.forEach(yield* s.list(), (h) => sessionRow(s, h))
-      for (const r of rows) {
+      const moved = (yield* s.listEntries()).filter((e) => ends.get(e.header.id) !== endOf(e))
+      const rows = yield* Effect.forEach(moved, (e) => sessionRow(s, e.header))
+      for (const [i, r] of rows.entries()) {
+        ends.set(r.id, endOf(moved[i]))
         const key = `${r.events}:${r.lastActivity}`
         if (seen.get(r.id) === key) continue
         const fresh = !seen.has(r.id)
@@ -122,12 +132,12 @@ export const listCommand = Command.make("list", { json, store, watch }, (o) =>
       const spec = yield* resolveSpec(o.store)
       // a store that does not exist is not found (exit 2), never "no sessions", and is not created
       const s = yield* openExistingStore(spec, { readOnly: true })
-      const headers = yield* s.list()
-      const rows = yield* Effect.forEach(headers, (h) => sessionRow(s, h))
-      if (!o.watch) return rows
+      if (!o.watch) return yield* Effect.forEach(yield* s.list(), (h) => sessionRow(s, h))
+      const entries = yield* s.listEntries()
+      const rows = yield* Effect.forEach(entries, (e) => sessionRow(s, e.header))
       // --watch: the list as it is (one JSON object per line with --json), then its changes
       yield* o.json ? Effect.forEach(rows, (r) => Console.log(JSON.stringify(r))) : listOutput(rows)
-      return yield* watchRows(s, rows, o.json)
+      return yield* watchRows(s, rows, new Map(entries.map((e) => [e.header.id, endOf(e)])), o.json)
     }),
     (rows) => o.json ? printJson(rows) : listOutput(rows)
   )).pipe(

@@ -67,6 +67,7 @@ export const makeWriteOnDemandStore = <E extends { readonly _tag: string }>(
       readFrom: (id, fromSeq) => Effect.suspend(() => current().readFrom(id, fromSeq)),
       follow: (id, options) => Stream.suspend(() => current().follow(id, options)),
       list: () => Effect.suspend(() => current().list()),
+      listEntries: () => Effect.suspend(() => current().listEntries()),
       truncateTornTail: (id, tornTail, options) =>
         Effect.flatMap(
           Effect.mapError(opened("truncateTornTail", id), asStoreFailure("truncateTornTail")),
