@@ -22,6 +22,8 @@ export const CAMPAIGNS: ReadonlyArray<string> = [
 export const SLOW_ONLY: ReadonlyArray<string> = [
   "test/cli/resources.test.ts",
   "test/fleet/processes.test.ts",
+  // a runner in process per test (a few seconds each): streamed prompts, a timed-out prompt run later
+  "test/fleet/stream.test.ts",
   // show --follow processes while the demo, compact and migrate run (about 30 s)
   "test/follow/cli-replace.test.ts",
   "test/import/big.test.ts",

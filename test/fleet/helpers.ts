@@ -85,29 +85,46 @@ export const stopRunner = async (runner: Runner): Promise<void> => {
   clearTimeout(timer)
 }
 
-/** What `fleet prompt --json` answered (or its failure). */
+/** What `fleet prompt --json` printed: its updates, one per line, and its answer (or its failure). */
 export interface Answer {
   readonly code: number | null
+  /** The answer (the last line's, `Answered`), else the error document or what stdout held. */
   readonly answer: any
+  /** Every line but an error document: the updates, `Answered` last. */
+  readonly updates: Array<any>
   readonly stderr: string
 }
 
-/** `session-log fleet prompt --json --store <url> --prompt-id <id> <session> <text>`. */
-export const prompt = (bundle: string, url: string, session: string, text: string, promptId: string): Promise<Answer> =>
+/** The lines of `fleet prompt --json` output, parsed. */
+export const parseUpdates = (stdout: string): { answer: any; updates: Array<any> } => {
+  try {
+    const lines = stdout.split("\n").filter((l) => l !== "").map((l) => JSON.parse(l))
+    const last = lines[lines.length - 1]
+    if (last?._tag === "Answered") return { answer: last.answer, updates: lines }
+    if (last?.ok === false) return { answer: last, updates: lines.slice(0, -1) }
+    return { answer: stdout, updates: lines }
+  } catch {
+    return { answer: stdout, updates: [] }
+  }
+}
+
+/** `session-log fleet prompt --json --store <url> --prompt-id <id> [...extra] <session> <text>`. */
+export const prompt = (
+  bundle: string,
+  url: string,
+  session: string,
+  text: string,
+  promptId: string,
+  extra: ReadonlyArray<string> = []
+): Promise<Answer> =>
   new Promise((resolve) => {
     execFile(
       process.execPath,
-      [BIN, "fleet", "prompt", "--json", "--store", url, "--prompt-id", promptId, session, text],
+      [BIN, "fleet", "prompt", "--json", "--store", url, "--prompt-id", promptId, ...extra, session, text],
       { encoding: "utf8", env: env(bundle) },
       (error, stdout, stderr) => {
         const code = error === null ? 0 : typeof error.code === "number" ? error.code : null
-        let answer: any = undefined
-        try {
-          answer = JSON.parse(stdout.trim())
-        } catch {
-          answer = stdout
-        }
-        resolve({ code, answer, stderr })
+        resolve({ code, ...parseUpdates(stdout), stderr })
       }
     )
   })

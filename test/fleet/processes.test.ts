@@ -111,14 +111,51 @@ describePg("fleet (issue 34): real processes", () => {
       assert.strictEqual(answer.code, 0, `${JSON.stringify(answer.answer)} ${answer.stderr}`)
       assert.notStrictEqual(answer.answer.runner, owner.address)
       assert.deepStrictEqual([answer.answer.attempt, answer.answer.text], [2, "You said: sleep 5000 cut me"])
+      // the stream went on across the failover: the cut attempt, its end by the new owner's
+      // repair, then the second attempt's deltas and end, and the answer
+      const turnOf = (n: number) => answer.updates.find((u) => u._tag === "TurnStarted" && u.attempt === n)?.turn
+      const cutTurn = turnOf(1)
+      const newTurn = turnOf(2)
+      assert.deepStrictEqual(
+        answer.updates.filter((u) => u._tag !== "TextDelta").map((u) => [u._tag, u.turn ?? u.answer.turn, u.attempt ?? u.answer.attempt, u.reason ?? ""]),
+        [
+          ["TurnStarted", cutTurn, 1, ""],
+          ["TurnEnded", cutTurn, 1, "interrupted"],
+          ["TurnStarted", newTurn, 2, ""],
+          ["TurnEnded", newTurn, 2, "completed"],
+          ["Answered", newTurn, 2, ""]
+        ]
+      )
+      const deltas = answer.updates.filter((u) => u._tag === "TextDelta")
+      assert.ok(deltas.every((u) => u.turn === newTurn))
+      assert.strictEqual(deltas.map((u) => u.text).join(""), "You said: sleep 5000 cut me")
+      // each update is a committed event, delivered once, in the log's order
+      const seqs = answer.updates.flatMap((u) => (u.seq === undefined ? [] : [u.seq]))
+      assert.deepStrictEqual(seqs, [...new Set(seqs)].sort((a, b) => a - b))
       // every event stored before the kill is still there, unchanged
       const events = yield* Effect.promise(() => eventsOf(bundle, url, s))
       assert.deepStrictEqual(events.slice(0, before.length), before)
-      // the next prompt is answered by the new owner
+      // the next prompt is answered by the new owner; without --json its text is printed as it streams
       const next = yield* Effect.promise(() => prompt(bundle, url, s, "after", "k-3"))
       assert.strictEqual(next.code, 0, next.stderr)
       assert.strictEqual(next.answer.runner, answer.answer.runner)
+      const human = yield* Effect.promise(() => cli(bundle, ["fleet", "prompt", "--store", url, "--prompt-id", "k-3", s, "after"]))
+      assert.deepStrictEqual([human.code, human.stdout], [0, "You said: after\n"], human.stderr)
       yield* verifyStored(url, s, [["k-1", "completed"], ["k-2", "interrupted"], ["k-2#2", "completed"], ["k-3", "completed"]])
+    }), { timeout: 120_000 })
+
+  it.live("fleet prompt with no runner alive fails with FleetUnavailable after --timeout (exit 2), not waiting forever", () =>
+    Effect.gen(function*() {
+      const lonely = yield* Effect.promise(freshDatabase)
+      const r = yield* Effect.promise(() => prompt(bundle, lonely, "lonely", "anyone?", "n-1", ["--timeout", "1000"]))
+      assert.strictEqual(r.code, 2, `${JSON.stringify(r.answer)} ${r.stderr}`)
+      assert.deepStrictEqual([r.answer.error._tag, r.updates], ["FleetUnavailable", []])
+      assert.match(r.answer.error.message, /no runner of the fleet started prompt n-1 of session lonely within 1000 ms/)
+      const human = yield* Effect.promise(() => cli(bundle, ["fleet", "prompt", "--store", lonely, "--timeout", "1000", "lonely", "anyone?"]))
+      assert.strictEqual(human.code, 2)
+      assert.match(human.stderr, /no runner of the fleet started prompt/)
+      const usage = yield* Effect.promise(() => prompt(bundle, lonely, "lonely", "anyone?", "n-2", ["--timeout", "0"]))
+      assert.deepStrictEqual([usage.code, usage.answer.error._tag], [2, "UsageError"])
     }), { timeout: 120_000 })
 
   it.live("a runner paused with SIGSTOP loses its sessions; after SIGCONT no prompt is answered twice", () =>

@@ -120,8 +120,13 @@ const storage = (options: FleetRunnerOptions) => {
     Effect.tap(SqlClient.SqlClient, (sql) => Effect.ignore(sql`CREATE SCHEMA IF NOT EXISTS ${sql(schema)}`))
   ).pipe(Layer.provide(pg))
   const prefix = "cluster"
+  // runners (and clients) that start together on a new database run the cluster's migrations at
+  // once, and PostgreSQL refuses one of two concurrent `CREATE TABLE IF NOT EXISTS` ("relation …
+  // already exists"): the loser builds its storage again (the tables are there by then); a
+  // failure that persists (a wrong URL, no permission) still fails after a few tries
   return Layer.merge(SqlMessageStorage.layerWith({ prefix }), SqlRunnerStorage.layerWith({ prefix })).pipe(
-    Layer.provide(withSchema)
+    Layer.provide(withSchema),
+    Layer.retry(Schedule.intersect(Schedule.recurs(4), Schedule.spaced(250)))
   )
 }
 

@@ -10,7 +10,8 @@ import * as Options from "@effect/cli/Options"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { json, optionalInteger, resolveSpec, runCommand, store } from "./CommandSupport.js"
-import { printJson } from "./Output.js"
+import { encodeJson, type Json } from "../../schema/Json.js"
+import type * as Fleet from "../fleet/Fleet.js"
 import { UsageError } from "./Target.js"
 
 /** `host:port` (a usage error otherwise). */
@@ -100,11 +101,57 @@ const runner = (o: {
     () => Effect.void
   )
 
-/** `fleet prompt … <session> <text>`: one prompt, its answer printed. */
+const timeout = optionalInteger(
+  "timeout",
+  "<ms>",
+  "(prompt) how long to wait for a runner to start the prompt's turn before failing with FleetUnavailable (default 30000)"
+)
+
+const write = (stream: NodeJS.WriteStream, text: string) =>
+  Effect.sync(() => {
+    stream.write(text)
+  })
+
+/**
+ * How `fleet prompt` prints a streamed prompt for people: the text deltas on stdout as they come,
+ * an attempt a runner's death cut and the tool calls on stderr, and the answer's text when nothing
+ * of it streamed (a prompt answered before).
+ */
+const humanPrinter = () => {
+  let streamed = new Set<number>()
+  let open = false
+  const newline = () =>
+    Effect.suspend(() => open ? Effect.zipRight(write(process.stdout, "\n"), Effect.sync(() => (open = false))) : Effect.void)
+  return (u: Fleet.PromptUpdate): Effect.Effect<void> => {
+    switch (u._tag) {
+      case "TextDelta":
+        streamed.add(u.turn)
+        open = true
+        return write(process.stdout, u.text)
+      case "ToolCall":
+        return Effect.zipRight(newline(), write(process.stderr, `[tool ${u.name} ${u.arguments}]\n`))
+      case "TurnEnded":
+        return u.reason === "completed"
+          ? Effect.void
+          : Effect.zipRight(newline(), write(process.stderr, `[turn ${u.turn} (attempt ${u.attempt}) ended ${u.reason}]\n`))
+      case "Answered": {
+        const a = u.answer
+        const text = streamed.has(a.turn) ? Effect.void : write(process.stdout, a.text)
+        streamed = new Set()
+        return Effect.zipRight(text, Effect.zipRight(Effect.sync(() => (open = true)), newline()))
+      }
+      default:
+        return Effect.void
+    }
+  }
+}
+
+/** `fleet prompt … <session> <text>`: one prompt, its updates printed as they stream. */
 const promptOnce = (o: {
   readonly store: string
   readonly json: boolean
   readonly promptId: Option.Option<string>
+  readonly timeout: Option.Option<number>
   readonly session: Option.Option<string>
   readonly text: Option.Option<string>
 }) =>
@@ -114,15 +161,19 @@ const promptOnce = (o: {
       const url = yield* fleetUrl(o.store)
       const sessionId = yield* required(o.session, "fleet prompt needs <session> <text>")
       const text = yield* required(o.text, "fleet prompt needs <session> <text>")
+      const timeoutMs = Option.getOrUndefined(o.timeout)
+      if (timeoutMs !== undefined && timeoutMs <= 0) return yield* new UsageError({ detail: `--timeout ${timeoutMs}: use a number of milliseconds above 0` })
       const { runPrompt } = yield* Effect.promise(() => import("./FleetMain.js"))
-      return yield* runPrompt({ url, sessionId, text, promptId: Option.getOrUndefined(o.promptId) })
+      return yield* runPrompt({
+        url,
+        sessionId,
+        text,
+        promptId: Option.getOrUndefined(o.promptId),
+        timeoutMs,
+        onUpdate: o.json ? (u) => write(process.stdout, `${encodeJson(u as unknown as Json)}\n`) : humanPrinter()
+      })
     }),
-    (answer) =>
-      o.json
-        ? printJson(answer)
-        : Effect.sync(() => {
-          process.stdout.write(`${answer.text}\n`)
-        })
+    () => Effect.void
   )
 
 /** `fleet`. */
@@ -137,6 +188,7 @@ export const fleetCommand = Command.make(
     model,
     lockExpiration,
     promptId,
+    timeout,
     session: sessionArg,
     text: textArg
   },
@@ -144,6 +196,6 @@ export const fleetCommand = Command.make(
 ).pipe(
   Command.withDescription(
     "a fleet of agent runners on one PostgreSQL database (docs/fleet.md): fleet runner --listen <host:port> serves sessions; " +
-      "fleet prompt <session> <text> sends a prompt to whichever runner owns the session and prints the answer"
+      "fleet prompt <session> <text> sends a prompt to whichever runner owns the session and prints the answer as it streams"
   )
 )

@@ -90,15 +90,34 @@ export const runRunner = (options: {
     )
   })
 
-/** Send one prompt through a client-only `Sharding`; its answer. */
+/**
+ * Send one prompt through a client-only `Sharding` and stream its updates to `onUpdate`, followed
+ * through a store of the same database (`Fleet.promptStream`); the answer.
+ */
 export const runPrompt = (options: {
   readonly url: string
   readonly sessionId: string
   readonly text: string
   readonly promptId: string | undefined
+  readonly timeoutMs: number | undefined
+  readonly onUpdate: (update: Fleet.PromptUpdate) => Effect.Effect<void>
 }) =>
   Effect.gen(function*() {
     const promptId = options.promptId ?? (yield* nextId)
-    const client = yield* Fleet.client
-    return yield* client(options.sessionId).prompt(new Fleet.PromptRequest({ promptId, text: options.text }))
-  }).pipe(Effect.provide(layerClient({ url: options.url })))
+    let answer: Fleet.PromptAnswer | undefined
+    yield* Fleet.promptStream(
+      options.sessionId,
+      new Fleet.PromptRequest({ promptId, text: options.text }),
+      options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }
+    ).pipe(
+      Stream.runForEach((update) => {
+        if (update._tag === "Answered") answer = update.answer
+        return options.onUpdate(update)
+      })
+    )
+    // the stream ends with its answer (or fails)
+    return answer!
+  }).pipe(
+    // not read-only: on a database no runner has used yet, the store's schema is created (as a runner would)
+    Effect.provide(Layer.merge(layerClient({ url: options.url }), PostgresStore.layer({ url: options.url })))
+  )

@@ -17,6 +17,7 @@ import * as Entity from "@effect/cluster/Entity"
 import type { Sharding } from "@effect/cluster/Sharding"
 import * as Rpc from "@effect/rpc/Rpc"
 import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
@@ -24,11 +25,12 @@ import * as Layer from "effect/Layer"
 import * as PrimaryKey from "effect/PrimaryKey"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import { SessionLogError } from "../../schema/Errors.js"
 import type { Event } from "../../schema/Events.js"
 import type { HeaderSnapshotter } from "../../services/HeaderSnapshotter.js"
 import { type AppendError, Session, type SessionShape } from "../../services/Session.js"
-import { type CreateError, type ReadError, SessionStore } from "../../services/SessionStore.js"
+import { type CreateError, FOLLOW_POLL_MILLIS, type FollowError, type ReadError, SessionStore } from "../../services/SessionStore.js"
 import * as AgentLoop from "../agent/AgentLoop.js"
 import type { Route } from "../agent/TurnTypes.js"
 
@@ -129,12 +131,16 @@ export type TranscriptEntry = typeof TranscriptEntry.Type
  * `prompt`: run a turn for the prompt (or answer it from the log when it was answered already).
  * Persisted: the message is stored in the cluster's SQL message storage before it is delivered,
  * and a runner that takes the session's shard over delivers it again when no reply was stored.
+ * A client that stops waiting does not cancel it (uninterruptible for the client): `cancel` does.
  *
  * @since 0.2.0
  * @category rpcs
  */
 export const Prompt = Rpc.make("prompt", { payload: PromptRequest, success: PromptAnswer, error: SessionLogError })
   .annotate(ClusterSchema.Persisted, true)
+  // a client that stops waiting (a timeout, Ctrl-C, its process ending) does not cancel the
+  // prompt: it stays stored and runs; `cancel` is the way to stop a turn
+  .annotate(ClusterSchema.Uninterruptible, "client")
 
 /**
  * `cancel`: interrupt the turn in flight (it ends `aborted`); answers whether one was running.
@@ -428,3 +434,285 @@ export const layer = <Tools extends Record<string, Tool.Any>>(
  * @category constructors
  */
 export const client = AgentSession.client
+
+// --- Streaming a prompt (docs/fleet.md "Streaming"): the client follows the session's log ------
+
+/**
+ * One update of a streamed prompt (`promptStream`), each from a committed event of the session's
+ * log (`seq`): the prompt's turn started (`TurnStarted`: its user message is stored), a text delta
+ * of the assistant (`TextDelta`), a tool call (`ToolCall`) and its result (`ToolResult`), the turn
+ * ended (`TurnEnded`, with its `turn/end` reason's kind: `interrupted` for a turn a dead runner
+ * left open, closed by the new owner's repair), and last the prompt's answer (`Answered`).
+ * `attempt` is the attempt the turn belongs to (1, then 2 when a runner died or was moved mid-turn).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export const PromptUpdate = Schema.Union(
+  Schema.TaggedStruct("TurnStarted", { turn: Schema.Number, attempt: Schema.Number, seq: Schema.Number }),
+  Schema.TaggedStruct("TextDelta", { turn: Schema.Number, attempt: Schema.Number, seq: Schema.Number, text: Schema.String }),
+  Schema.TaggedStruct("ToolCall", {
+    turn: Schema.Number,
+    attempt: Schema.Number,
+    seq: Schema.Number,
+    callId: Schema.String,
+    name: Schema.String,
+    arguments: Schema.String
+  }),
+  Schema.TaggedStruct("ToolResult", {
+    turn: Schema.Number,
+    attempt: Schema.Number,
+    seq: Schema.Number,
+    callId: Schema.String,
+    isError: Schema.Boolean
+  }),
+  Schema.TaggedStruct("TurnEnded", { turn: Schema.Number, attempt: Schema.Number, seq: Schema.Number, reason: Schema.String }),
+  Schema.TaggedStruct("Answered", { answer: PromptAnswer })
+)
+
+/**
+ * One update of a streamed prompt.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type PromptUpdate = typeof PromptUpdate.Type
+
+/**
+ * The attempt a user message's id names for `promptId`: 1 for `<promptId>`, n for
+ * `<promptId>#<n>`, undefined for another prompt's message.
+ *
+ * @since 0.2.0
+ * @category utils
+ */
+export const attemptOf = (messageId: unknown, promptId: string): number | undefined => {
+  if (messageId === promptId) return 1
+  if (typeof messageId !== "string" || !messageId.startsWith(`${promptId}#`)) return undefined
+  const n = Number(messageId.slice(promptId.length + 1))
+  return Number.isInteger(n) && n >= 2 ? n : undefined
+}
+
+/**
+ * The state of `trackPrompt`: the turn the log is in (0 outside a turn, or when its `turn/start`
+ * was not read) and the turns of the prompt's attempts.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface PromptTracker {
+  readonly promptId: string
+  turn: number
+  readonly attempts: Map<number, number>
+}
+
+/**
+ * A tracker of `promptId`'s turns, for a log read from any seq on.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const makePromptTracker = (promptId: string): PromptTracker => ({ promptId, turn: 0, attempts: new Map() })
+
+/**
+ * The updates one committed event makes for the tracked prompt (none for another prompt's turns).
+ * Fed the events of a log in seq order, in chunks of any size, it gives the same updates.
+ *
+ * @since 0.2.0
+ * @category utils
+ */
+export const trackPrompt = (tracker: PromptTracker, event: unknown): ReadonlyArray<PromptUpdate> => {
+  const e = event as { readonly seq: number; readonly type: string; readonly data: Record<string, any> }
+  const data = e.data ?? {}
+  switch (e.type) {
+    case "turn/start":
+      tracker.turn = data.turn as number
+      return []
+    case "user/message": {
+      const attempt = attemptOf(data.id, tracker.promptId)
+      // a message whose turn/start came before the followed part of the log is not tracked
+      if (attempt === undefined || tracker.turn === 0 || tracker.attempts.has(tracker.turn)) return []
+      tracker.attempts.set(tracker.turn, attempt)
+      return [{ _tag: "TurnStarted", turn: tracker.turn, attempt, seq: e.seq }]
+    }
+    case "assistant/chunk": {
+      const attempt = tracker.attempts.get(data.turn)
+      const chunk = data.chunk as { readonly type?: unknown; readonly text?: unknown }
+      return attempt !== undefined && chunk?.type === "text-delta" && typeof chunk.text === "string" && chunk.text !== ""
+        ? [{ _tag: "TextDelta", turn: data.turn, attempt, seq: e.seq, text: chunk.text }]
+        : []
+    }
+    case "tool/call": {
+      const attempt = tracker.attempts.get(data.turn)
+      return attempt === undefined ? [] : [{
+        _tag: "ToolCall",
+        turn: data.turn,
+        attempt,
+        seq: e.seq,
+        callId: String(data.callId),
+        name: String(data.name),
+        arguments: String(data.arguments)
+      }]
+    }
+    case "tool/result": {
+      const attempt = tracker.attempts.get(data.turn)
+      const block = (data.message?.content ?? [])[0] as { readonly toolCallId?: unknown; readonly isError?: unknown } | undefined
+      return attempt === undefined ? [] : [{
+        _tag: "ToolResult",
+        turn: data.turn,
+        attempt,
+        seq: e.seq,
+        callId: String(block?.toolCallId ?? data.message?.source?.callId ?? ""),
+        isError: block?.isError === true
+      }]
+    }
+    case "turn/end": {
+      const attempt = tracker.attempts.get(data.turn)
+      tracker.turn = 0
+      return attempt === undefined ? [] : [{ _tag: "TurnEnded", turn: data.turn, attempt, seq: e.seq, reason: String(data.reason?.kind) }]
+    }
+    default:
+      return []
+  }
+}
+
+/**
+ * No runner started the prompt in time: within `timeoutMs` of sending it (or of the session's last
+ * committed event, while its log moves) neither the prompt's turn started nor its answer came, as
+ * when no runner of the fleet is alive. The prompt stays stored in the cluster's message table: a
+ * runner that starts later runs it, and sending it again with its `promptId` waits for that answer
+ * (docs/fleet.md "No runner").
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class FleetUnavailable extends Schema.TaggedError<FleetUnavailable>()("FleetUnavailable", {
+  sessionId: Schema.String,
+  promptId: Schema.String,
+  timeoutMs: Schema.Number
+}) {
+  override get message(): string {
+    return `no runner of the fleet started prompt ${this.promptId} of session ${this.sessionId} within ${this.timeoutMs} ms ` +
+      `(is a runner running on this database?); the prompt stays stored: a runner that starts later runs it, ` +
+      `and sending it again with --prompt-id ${this.promptId} waits for its answer`
+  }
+}
+
+/**
+ * Options of `promptStream`.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface PromptStreamOptions {
+  /**
+   * How long the prompt may wait for a runner to start its turn (default 30,000 ms): without its
+   * turn started, its answer, or a new event of the session for that long, the stream fails with
+   * `FleetUnavailable`. Once the turn started there is no time limit (a failover runs it again).
+   */
+  readonly timeoutMs?: number
+}
+
+/**
+ * The default of `PromptStreamOptions.timeoutMs`.
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const DEFAULT_PROMPT_TIMEOUT_MS = 30_000
+
+/** The committed length of a session's log (0 before it exists). */
+const lengthOf = (store: SessionStore["Type"], sessionId: string) =>
+  store.loadEach(sessionId, { onEvents: () => Effect.void }).pipe(
+    Effect.map((summary) => summary.count),
+    Effect.catchTag("SessionNotFound", () => Effect.succeed(0))
+  )
+
+/** The session's committed events from `fromSeq`, waiting for the session to exist. */
+const followFrom = (store: SessionStore["Type"], sessionId: string, fromSeq: number): Stream.Stream<unknown, FollowError> =>
+  store.follow(sessionId, { fromSeq }).pipe(
+    Stream.catchTag("SessionNotFound", () =>
+      Stream.unwrap(Effect.as(Effect.sleep(FOLLOW_POLL_MILLIS), followFrom(store, sessionId, fromSeq))))
+  )
+
+type Step =
+  | { readonly _tag: "Event"; readonly event: unknown }
+  | { readonly _tag: "Answer"; readonly answer: PromptAnswer; readonly followed: boolean }
+
+/**
+ * Send a prompt and stream its updates: the turn's text deltas, tool calls and results as the
+ * runner stores them, then the answer. The updates come from the session's log, followed through
+ * the `SessionStore` in context (the fleet's database) from its length before the prompt was sent,
+ * not from the runner: a runner's failover does not break the stream, every update is a committed
+ * event (what the client saw is in the log), and the attempt a runner's death cut shows as its
+ * updates, its `TurnEnded` with reason `interrupted`, then the next attempt's. The stream ends
+ * with `Answered` once the answer came and the answering turn's end was delivered; a prompt
+ * answered before (its `promptId` sent again) streams only `Answered` (`replayed: true`).
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const promptStream = (
+  sessionId: string,
+  request: PromptRequest,
+  options?: PromptStreamOptions
+) =>
+  Stream.unwrapScoped(Effect.gen(function*() {
+    const store = yield* SessionStore
+    const session = (yield* client)(sessionId)
+    const timeoutMs = options?.timeoutMs ?? DEFAULT_PROMPT_TIMEOUT_MS
+    const fromSeq = yield* lengthOf(store, sessionId)
+    const answer = yield* Deferred.make<PromptAnswer, Effect.Effect.Error<ReturnType<typeof session.prompt>>>()
+    yield* Effect.forkScoped(Effect.intoDeferred(session.prompt(request), answer))
+
+    const tracker = makePromptTracker(request.promptId)
+    const ended = new Set<number>()
+    let started = false
+    let lastActivity = Date.now()
+    let answered: PromptAnswer | undefined
+
+    // fails the stream when nothing started the prompt for `timeoutMs`
+    const watchdog = Effect.gen(function*() {
+      while (!started) {
+        const wait = lastActivity + timeoutMs - Date.now()
+        if (wait <= 0) return yield* new FleetUnavailable({ sessionId, promptId: request.promptId, timeoutMs })
+        yield* Effect.sleep(wait)
+      }
+    })
+
+    const step = (s: Step): ReadonlyArray<PromptUpdate> => {
+      if (s._tag === "Answer") {
+        started = true
+        answered = s.answer
+        return !s.followed || ended.has(s.answer.turn) ? [{ _tag: "Answered", answer: s.answer }] : []
+      }
+      const updates = trackPrompt(tracker, s.event)
+      lastActivity = Date.now()
+      const out: Array<PromptUpdate> = [...updates]
+      for (const u of updates) {
+        if (u._tag === "TurnStarted") started = true
+        if (u._tag === "TurnEnded") {
+          ended.add(u.turn)
+          if (answered !== undefined && answered.turn === u.turn) out.push({ _tag: "Answered", answer: answered })
+        }
+      }
+      return out
+    }
+
+    const events: Stream.Stream<Step, FollowError> = Stream.map(followFrom(store, sessionId, fromSeq), (event) => ({ _tag: "Event", event }))
+    // the answering turn is stored before the answer is sent: the follower delivers its end,
+    // unless it started before `fromSeq` (a prompt sent again while its first delivery ran)
+    const reply = Stream.fromEffect(Effect.gen(function*() {
+      const a = yield* Deferred.await(answer)
+      const stored = a.replayed || a.turn === 0 ? [] : yield* store.readFrom(sessionId, fromSeq)
+      const followed = stored.some((e) => {
+        const ev = e as { readonly type: string; readonly data: { readonly turn?: unknown } }
+        return ev.type === "turn/start" && ev.data.turn === a.turn
+      })
+      return { _tag: "Answer", answer: a, followed } satisfies Step
+    }))
+    return Stream.merge(events, reply).pipe(
+      Stream.merge(Stream.drain(Stream.fromEffect(watchdog))),
+      Stream.mapConcat(step),
+      Stream.takeUntil((u) => u._tag === "Answered")
+    )
+  }))
