@@ -82,7 +82,15 @@ describe("import --from claude-code, current record shapes", () => {
       })
       // the attachment's other keys stay in its import/source; queue bookkeeping is kept aside whole
       const envelope = byType(events, "import/source").find((e) => data(e).record?.uuid === "q1")!
-      assert.deepStrictEqual(data(envelope).attachment, { type: "queued_command", commandMode: "prompt", origin: { kind: "human" } })
+      assert.deepStrictEqual(data(envelope).attachment, {
+        type: "queued_command",
+        source_uuid: "src-q1",
+        commandMode: "prompt",
+        origin: { kind: "human" },
+        timestamp: "2026-02-12T16:02:14.000Z"
+      })
+      // the wrapper the model received (2.1.280 writes it as `rendered`) stays with the record
+      assert.include(data(envelope).record.rendered[0].content, "also update the docs")
       assert.strictEqual(report.keptReasons["queue-operation"], 4)
       const kept = byType(events, "import/source").filter((e) => data(e).kept === "queue-operation")
       assert.deepStrictEqual(kept.map((e) => data(e).record.operation), ["enqueue", "remove", "enqueue", "remove"])
