@@ -41,7 +41,9 @@ const ORIGINAL_MESSAGES = [
   "user:also update the docs",
   "assistant:Build and tests pass; README updated.",
   "user:<task-notification>\n<task-id>b7</task-id>\n<status>completed</status>\n</task-notification>",
-  "assistant:The background task finished."
+  "assistant:The background task finished.",
+  "user:Another Claude session sent a message:\n<agent-message from=\"a61\">Lint is clean.</agent-message>",
+  "assistant:Noted."
 ]
 
 describe("import --from claude-code, current record shapes", () => {
@@ -69,6 +71,9 @@ describe("import --from claude-code, current record shapes", () => {
       const queued = byType(events, "user/message").find((e) => data(e).id === "q1")!
       assert.deepStrictEqual(data(queued).source, { kind: "user" })
       assert.deepStrictEqual(data(queued).content, [{ type: "text", text: "also update the docs" }])
+      // a user entry whose origin is no person is context too
+      const peer = byType(events, "context/message").find((e) => data(e).id === "n1")!
+      assert.deepStrictEqual(data(peer).source, { kind: "import", tool: "claude-code", form: "origin", origin: "peer" })
       // in the running turn (one prompt, one turn), after the result it followed
       assert.deepStrictEqual(byType(events, "turn/start").length, 1)
       const resultSeq = byType(events, "tool/result").find((e) => data(e).message.content[0].toolCallId === "toolu_D")!.seq

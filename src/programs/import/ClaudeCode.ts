@@ -361,8 +361,13 @@ const mapRecord = (t: Target, rec: Rec, line: number, uuid: string): string | un
         return undefined
       }
       envelope()
+      // newer versions (2.1.x) say who wrote a user entry: `origin.kind` "human", or "peer" (a
+      // subagent's hand-back), "task-notification", ...; only a person's words open a turn
+      const origin = isObject(rec.origin) && typeof rec.origin.kind === "string" ? rec.origin.kind : undefined
       if (rec.isMeta === true) b.context(uuid, blocksOf(content), { kind: "import", tool: "claude-code", form: "meta" })
-      else b.prompt(uuid, blocksOf(content))
+      else if (origin !== undefined && origin !== "human") {
+        b.context(uuid, blocksOf(content), { kind: "import", tool: "claude-code", form: "origin", origin })
+      } else b.prompt(uuid, blocksOf(content))
       return undefined
     }
     case "attachment": {
