@@ -15,11 +15,16 @@ import * as nodePath from "node:path"
 import * as Zlib from "node:zlib"
 import { layerTest, nodeSyncFileSystem } from "../../src/layers/jsonl/SyncFileSystem.js"
 import { makeJsonlStore, toJsonlText } from "../../src/layers/jsonl/JsonlStore.js"
+import { deflateFrame, HISTORY_BYTES, inflateFrame, slideHistory, WriterCodec } from "../../src/layers/jsonl/Compression.js"
 import {
+  DEFLATE,
+  encodeFramesSync,
   FRAME_HEADER_BYTES,
   FRAME_TEXT_TARGET,
   frameBytes,
+  frameTexts,
   MAGIC,
+  type OpenSegment,
   parseFrameHeader,
   SEGMENT_START,
   SEGMENT_TEXT_CAP,
@@ -34,6 +39,10 @@ import { partition, validLogArb } from "../store-contract/contract.js"
 import { ev, fixture, header, line, turn, turnEnd, turnStart, userMessage, writeRaw } from "./helpers.js"
 
 const provide = Effect.provide(NodeContext.layer)
+/** Writes in the first layout's codec (brotli segments), as files written before deflate are. */
+const brotli = Effect.provideService(WriterCodec, "brotli")
+/** The header flags of a deflate segment's first frame and of the frames after it. */
+const D0 = SEGMENT_START | DEFLATE
 const rule = (e: unknown) => (e as { rule?: string }).rule
 
 /** The frames of a compressed file: offset, header fields. */
@@ -99,7 +108,7 @@ describe("JsonlStore: the compressed layout", () => {
       const bytes = yield* f.fs.readFile(file)
       assert.deepStrictEqual([...bytes.subarray(0, 8)], [...MAGIC])
       const frames = framesOf(bytes)
-      assert.deepStrictEqual(frames.map((fr) => fr.flags), [SEGMENT_START, TURN_END, TURN_END])
+      assert.deepStrictEqual(frames.map((fr) => fr.flags), [D0, TURN_END | DEFLATE, TURN_END | DEFLATE])
       const loaded = yield* (yield* f.another()).load("s/1")
       assert.deepStrictEqual(lines(loaded.events), lines([...turn(0), ...turn(3, 2)]))
       assert.strictEqual(loaded.tornTail, undefined)
@@ -117,32 +126,33 @@ describe("JsonlStore: the compressed layout", () => {
       assert.strictEqual((yield* plain.load("z")).events.length, 3)
       yield* plain.append("z", turn(3, 2), { expectedSeq: 3 })
       const frames = framesOf(yield* f.fs.readFile(`${f.root}/z.jsonlz`))
-      assert.deepStrictEqual(frames.map((fr) => fr.flags), [SEGMENT_START, TURN_END, SEGMENT_START | TURN_END])
+      assert.deepStrictEqual(frames.map((fr) => fr.flags), [D0, TURN_END | DEFLATE, D0 | TURN_END])
       assert.deepStrictEqual(lines((yield* f.store.load("z")).events), lines([...turn(0), ...turn(3, 2)]))
       assert.deepStrictEqual((yield* f.store.list()).map((h) => h.id).sort(), ["p", "z"])
     }).pipe(provide))
 
   it.scoped.prop(
-    "§7.1 fidelity: random valid logs under random batch partitions load identically from plain, packed and compressed files",
+    "§7.1 fidelity: random valid logs under random batch partitions load identically from plain, packed and compressed files (both codecs)",
     { log: validLogArb, sizes: fc.array(fc.integer({ min: 1, max: 6 }), { maxLength: 8 }) },
     ({ log, sizes }) =>
       Effect.gen(function*() {
         const f = yield* fixture()
         const stores = [
-          yield* f.another({ packChunks: false }),
-          yield* f.another(),
-          yield* f.another({ compress: true }),
-          yield* f.another({ compress: true, packChunks: false })
-        ]
+          { store: yield* f.another({ packChunks: false }), codec: "deflate" },
+          { store: yield* f.another(), codec: "deflate" },
+          { store: yield* f.another({ compress: true }), codec: "deflate" },
+          { store: yield* f.another({ compress: true, packChunks: false }), codec: "deflate" },
+          { store: yield* f.another({ compress: true }), codec: "brotli" }
+        ] as const
         const expected = lines(log)
         // an empty log materialises nothing
         if (log.length === 0) return
-        for (const [i, store] of stores.entries()) {
+        for (const [i, { codec, store }] of stores.entries()) {
           const id = `s${i}`
           yield* store.create(header(id))
           let next = 0
           for (const batch of partition(log, sizes)) {
-            yield* store.append(id, batch, { expectedSeq: next })
+            yield* Effect.provideService(store.append(id, batch, { expectedSeq: next }), WriterCodec, codec)
             next += batch.length
           }
           // another instance reads it, whole and streamed
@@ -235,7 +245,7 @@ describe("JsonlStore: the compressed layout", () => {
       assert.strictEqual(torn.loaded._tag === "Right" && torn.loaded.right.tornTail?.fromSeq, 3)
     }).pipe(provide))
 
-  const l7Cases: ReadonlyArray<readonly [string, Uint8Array]> = [
+  const l7Cases: Array<readonly [string, Uint8Array]> = [
     ["a line that is no record", craft([{ text: line(sessionRecord("c")) }, { text: "{not json\n" }])],
     ["a frame ending inside a line", craft([{ text: line(sessionRecord("c")) }, { text: line(turnStart(0)).slice(0, -1) }])],
     ["a seq gap", craft([{ text: line(sessionRecord("c")) }, { text: line(turnStart(1)) }])],
@@ -249,6 +259,34 @@ describe("JsonlStore: the compressed layout", () => {
       ])
     })()]
   ]
+  /** A crafted deflate file: the header frame, then one frame per text, all one segment. */
+  const craftDeflate = (texts: ReadonlyArray<string>) => {
+    const encoded = encodeFramesSync(undefined, [line(sessionRecord("c")), ...texts].map((t) => ({ text: Buffer.from(t), turnEnd: false })))
+    if (!("bytes" in encoded)) throw new Error(String(encoded.cause))
+    return Buffer.concat([MAGIC, encoded.bytes])
+  }
+  /** `bytes` with frame `i` replaced by a frame of `flags`, `textBytes` and `payload` (its CRC recomputed). */
+  const reframe = (bytes: Uint8Array, i: number, change: (fr: { flags: number; textBytes: number; payload: Uint8Array }) => void) => {
+    const fr = framesOf(bytes)[i]
+    const parts = { flags: fr.flags, textBytes: fr.textBytes, payload: bytes.subarray(fr.start + FRAME_HEADER_BYTES, fr.end) }
+    change(parts)
+    return Buffer.concat([bytes.subarray(0, fr.start), frameBytes(parts.flags, parts.textBytes, parts.payload), bytes.subarray(fr.end)])
+  }
+  const two = [line(turnStart(0)), line(userMessage(1, "the same words again and again"))]
+  l7Cases.push(
+    ["a deflate frame of a brotli segment", reframe(craftDeflate(two), 2, (fr) => void (fr.flags &= ~DEFLATE))],
+    ["a brotli frame of a deflate segment", Buffer.concat([craftDeflate([two[0]]), frameBytes(0, Buffer.byteLength(two[1]), Zlib.brotliCompressSync(Buffer.from(two[1])))])],
+    ["a deflate payload decoding to more text than declared", reframe(craftDeflate(two), 2, (fr) => void (fr.textBytes -= 1))],
+    ["a deflate payload that is no DEFLATE stream", reframe(craftDeflate(two), 2, (fr) => void (fr.payload = Uint8Array.of(0xff, 0xff, 0xff, 0xff)))],
+    ["a deflate frame referring to text before its segment", (() => {
+      // the second message repeats the first: its stream refers back into the history, which a segment start does not have
+      const repeat = line(userMessage(1, "x".repeat(200)))
+      const history = Buffer.from(line(sessionRecord("c")) + line(turnStart(0)) + repeat.replace("\"seq\":1", "\"seq\":9"))
+      const payload = deflateFrame(Buffer.from(repeat), history)
+      if (!(payload instanceof Uint8Array)) throw new Error("deflate failed")
+      return Buffer.concat([craftDeflate([line(turnStart(0))]), frameBytes(SEGMENT_START | DEFLATE, Buffer.byteLength(repeat), payload)])
+    })()]
+  )
   for (const [what, bytes] of l7Cases) {
     it.scoped(`L7 a frame that passes its CRC but holds ${what} is StoreCorrupt, even as the last frame`, () =>
       Effect.gen(function*() {
@@ -272,28 +310,134 @@ describe("JsonlStore: the compressed layout", () => {
       assert.strictEqual(read.loaded._tag === "Right" && read.loaded.right.events.length, 4)
     }).pipe(provide))
 
-  it.scoped("C.3 C.4 a batch over 1 MiB of text is cut into frames at line boundaries, segments hold at most 4 MiB of text, streamed reads go a segment at a time", () =>
+  const bigEvents = [turnStart(0), ...Array.from({ length: 12 }, (_, i) => userMessage(1 + i, String(i % 10).repeat(600_000))), turnEnd(13)]
+
+  it.scoped("C.3 C.4 a batch over 1 MiB of text is cut into frames at line boundaries, one deflate segment over 4 MiB, read whole and streamed", () =>
     Effect.gen(function*() {
       const f = yield* fixture({ compress: true })
       yield* f.store.create(header("big"))
-      const events = [turnStart(0), ...Array.from({ length: 12 }, (_, i) => userMessage(1 + i, String(i % 10).repeat(600_000))), turnEnd(13)]
-      yield* f.store.append("big", events, { expectedSeq: 0 })
+      yield* f.store.append("big", bigEvents, { expectedSeq: 0 })
+      const frames = framesOf(yield* f.fs.readFile(`${f.root}/big.jsonlz`))
+      assert.isAbove(frames.length, 4)
+      for (const fr of frames) assert.isAtMost(fr.textBytes, FRAME_TEXT_TARGET)
+      // a deflate segment is not capped: only the header frame starts one, every frame is deflate
+      assert.deepStrictEqual(frames.map((fr) => fr.flags & (SEGMENT_START | DEFLATE)), frames.map((_, i) => i === 0 ? D0 : DEFLATE))
+      assert.isAbove(frames.reduce((n, fr) => n + fr.textBytes, 0), SEGMENT_TEXT_CAP)
+      assert.deepStrictEqual(frames.map((fr) => (fr.flags & TURN_END) !== 0), frames.map((_, i) => i === frames.length - 1))
+      assert.deepStrictEqual(lines((yield* (yield* f.another()).load("big")).events), lines(bigEvents))
+      const streamed: Array<unknown> = []
+      yield* (yield* f.another()).loadEach("big", { onEvents: (e) => Effect.sync(() => void streamed.push(...e)) })
+      assert.deepStrictEqual(lines(streamed), lines(bigEvents))
+    }).pipe(provide))
+
+  it.scoped("C.3 C.4 brotli (the first layout): segments hold at most 4 MiB of text, streamed reads go a segment at a time", () =>
+    Effect.gen(function*() {
+      const f = yield* fixture({ compress: true })
+      yield* f.store.create(header("big"))
+      yield* brotli(f.store.append("big", bigEvents, { expectedSeq: 0 }))
       const frames = framesOf(yield* f.fs.readFile(`${f.root}/big.jsonlz`))
       assert.isAbove(frames.length, 4)
       let segment = 0
       for (const fr of frames) {
         assert.isAtMost(fr.textBytes, FRAME_TEXT_TARGET)
+        assert.strictEqual(fr.flags & DEFLATE, 0)
         segment = (fr.flags & SEGMENT_START) !== 0 ? fr.textBytes : segment + fr.textBytes
         assert.isAtMost(segment, SEGMENT_TEXT_CAP)
       }
       assert.isAbove(frames.filter((fr) => (fr.flags & SEGMENT_START) !== 0).length, 1)
       assert.deepStrictEqual(frames.map((fr) => (fr.flags & TURN_END) !== 0), frames.map((_, i) => i === frames.length - 1))
-      assert.deepStrictEqual(lines((yield* (yield* f.another()).load("big")).events), lines(events))
-      // a streamed read hands the events over a segment at a time, never the whole file at once
+      assert.deepStrictEqual(lines((yield* (yield* f.another()).load("big")).events), lines(bigEvents))
       const chunks: Array<number> = []
       yield* (yield* f.another()).loadEach("big", { onEvents: (e) => Effect.sync(() => void chunks.push(e.length)) })
-      assert.strictEqual(chunks.reduce((a, b) => a + b, 0), events.length)
+      assert.strictEqual(chunks.reduce((a, b) => a + b, 0), bigEvents.length)
       assert.isAtLeast(chunks.length, frames.filter((fr) => (fr.flags & SEGMENT_START) !== 0).length - 1)
+    }).pipe(provide))
+
+  it.prop(
+    "C.3 a deflate segment spanning many frames and batches decodes frame by frame over its history, whatever the text",
+    {
+      batches: fc.array(
+        fc.array(fc.oneof(fc.string({ maxLength: 40 }), fc.string({ unit: "grapheme", maxLength: 3_000 })).map((t) => JSON.stringify(t)), {
+          minLength: 1,
+          maxLength: 6
+        }),
+        { minLength: 1, maxLength: 12 }
+      )
+    },
+    ({ batches }) => {
+      let segment: OpenSegment | undefined
+      const written: Array<Uint8Array> = []
+      for (const batch of batches) {
+        const encoded = encodeFramesSync(segment, frameTexts(batch))
+        if (!("bytes" in encoded)) throw new Error(String(encoded.cause))
+        written.push(encoded.bytes)
+        segment = encoded.segment
+      }
+      const bytes = Buffer.concat([MAGIC, ...written])
+      // one segment: only the first frame starts it; each frame decodes given the text before it alone
+      let history: Uint8Array = new Uint8Array(0)
+      const texts: Array<string> = []
+      for (const [i, fr] of framesOf(bytes).entries()) {
+        assert.strictEqual(fr.flags & (SEGMENT_START | DEFLATE), i === 0 ? D0 : DEFLATE)
+        const text = inflateFrame(bytes.subarray(fr.start + FRAME_HEADER_BYTES, fr.end), history, fr.textBytes)
+        if (!(text instanceof Uint8Array)) throw new Error(String(text.cause))
+        texts.push(Buffer.from(text).toString("utf8"))
+        history = slideHistory(history, text, HISTORY_BYTES)
+      }
+      assert.strictEqual(texts.join(""), batches.flat().map((l) => l + "\n").join(""))
+    },
+    { fastCheck: { numRuns: 40 } }
+  )
+
+  it.scoped("C.3 an old brotli file reads, and a writer continues it with deflate segments; it reads back exactly", () =>
+    Effect.gen(function*() {
+      const f = yield* fixture({ compress: true })
+      yield* f.store.create(header("old"))
+      yield* brotli(f.store.append("old", turn(0), { expectedSeq: 0 }))
+      yield* brotli(f.store.append("old", turn(3, 2), { expectedSeq: 3 }))
+      const file = `${f.root}/old.jsonlz`
+      assert.deepStrictEqual(framesOf(yield* f.fs.readFile(file)).map((fr) => fr.flags), [SEGMENT_START, TURN_END, TURN_END])
+      const reader = yield* f.another()
+      const old = yield* reader.load("old")
+      assert.strictEqual(old.tornTail, undefined)
+      assert.deepStrictEqual(lines(old.events), lines([...turn(0), ...turn(3, 2)]))
+      // the same instance, now writing deflate: its live brotli segment is not continued
+      yield* f.store.append("old", turn(6, 3), { expectedSeq: 6 })
+      // another instance after its read: a new deflate segment too, then continued
+      const other = yield* f.another()
+      yield* other.load("old")
+      yield* other.append("old", turn(9, 4), { expectedSeq: 9 })
+      yield* other.append("old", turn(12, 5), { expectedSeq: 12 })
+      const all = [...turn(0), ...turn(3, 2), ...turn(6, 3), ...turn(9, 4), ...turn(12, 5)]
+      assert.deepStrictEqual(framesOf(yield* f.fs.readFile(file)).map((fr) => fr.flags), [
+        SEGMENT_START,
+        TURN_END,
+        TURN_END,
+        D0 | TURN_END,
+        D0 | TURN_END,
+        DEFLATE | TURN_END
+      ])
+      const loaded = yield* (yield* f.another()).load("old")
+      assert.strictEqual(loaded.tornTail, undefined)
+      assert.deepStrictEqual(lines(loaded.events), lines(all))
+    }).pipe(provide))
+
+  it.scoped("L1 an old brotli file's torn final frame is a torn tail; truncated, it takes deflate appends and reads back", () =>
+    Effect.gen(function*() {
+      const f = yield* fixture({ compress: true })
+      yield* f.store.create(header("ob"))
+      yield* brotli(f.store.append("ob", turn(0), { expectedSeq: 0 }))
+      yield* brotli(f.store.append("ob", turn(3, 2), { expectedSeq: 3 }))
+      const file = `${f.root}/ob.jsonlz`
+      const frames = framesOf(yield* f.fs.readFile(file))
+      yield* writeRaw(f.fs, file, (yield* f.fs.readFile(file)).subarray(0, frames[2].end - 5))
+      const store = yield* f.another()
+      const loaded = yield* store.load("ob")
+      assert.deepStrictEqual(loaded.tornTail, { fromSeq: 3, reason: "fragment", position: frames[2].start })
+      yield* store.truncateTornTail("ob", loaded.tornTail!, { revision: loaded.revision })
+      yield* store.append("ob", turn(3, 2), { expectedSeq: 3 })
+      assert.deepStrictEqual(framesOf(yield* f.fs.readFile(file)).map((fr) => fr.flags), [SEGMENT_START, TURN_END, D0 | TURN_END])
+      assert.deepStrictEqual(lines((yield* (yield* f.another()).load("ob")).events), lines([...turn(0), ...turn(3, 2)]))
     }).pipe(provide))
 
   it.scoped("J14 C.7 a session is never stored under both names: create and the first append refuse, reads refuse, list skips it", () =>
@@ -376,7 +520,7 @@ describe("JsonlStore: the compressed layout", () => {
       yield* failing.append("w", turn(3, 2), { expectedSeq: 3 })
       yield* failing.append("w", turn(6, 3), { expectedSeq: 6 })
       const frames = framesOf(yield* f.fs.readFile(file))
-      assert.deepStrictEqual(frames.map((fr) => fr.flags), [SEGMENT_START, TURN_END, SEGMENT_START | TURN_END, TURN_END])
+      assert.deepStrictEqual(frames.map((fr) => fr.flags), [D0, TURN_END | DEFLATE, D0 | TURN_END, TURN_END | DEFLATE])
       assert.deepStrictEqual(lines((yield* f.store.load("w")).events), lines([...turn(0), ...turn(3, 2), ...turn(6, 3)]))
     }).pipe(provide))
 

@@ -3,8 +3,8 @@
  * (temporary file, no-overwrite link under the id's publication lock), then batches onto the file — for a
  * plain file in the common case one synchronous step (lock, check the cached state, write, fsync,
  * release), else under the locks with the stored next seq from the cache, the read's hint (one
- * line or frame checked) or a rescan; a compressed file's batch is encoded under the locks into
- * frames continuing its segment. S7/S8 on a failed write.
+ * line or frame checked) or a rescan; a compressed file's batch is encoded into frames continuing
+ * its segment — in the common case in the same synchronous step. S7/S8 on a failed write.
  */
 
 import * as Effect from "effect/Effect"
@@ -13,9 +13,17 @@ import type { Event } from "../../schema/Events.js"
 import { type SessionHeader } from "../../schema/SessionHeader.js"
 import { type StoreAppendError } from "../../services/SessionStore.js"
 import { STREAMED_WRITE_BYTES, type WriteFailure, writeBatch, writeBatchStreamed } from "./SyncFileSystem.js"
-import type { CodecFailure } from "./Compression.js"
+import { type CodecFailure, WriterCodec } from "./Compression.js"
 import { type Batch, batchOf, headerLine, storageLines } from "./LineEncoding.js"
-import { encodeFrames, type FrameText, frameTexts, MAGIC, type OpenSegment } from "./FrameEncoding.js"
+import {
+  type EncodedFrames,
+  encodeFrames,
+  encodeFramesSync,
+  type FrameText,
+  frameTexts,
+  MAGIC,
+  type OpenSegment
+} from "./FrameEncoding.js"
 import { type HeldLock, releaseLock, tryLockFile, withPublishLock } from "./SessionLock.js"
 import { lastFrameEnd, lastRecordEnd } from "./Reader.js"
 import * as JsonlSessions from "./SessionCache.js"
@@ -139,37 +147,45 @@ const appendExisting = (p: Pieces, id: string, expectedSeq: number, count: numbe
 /**
  * A batch onto a compressed file. When no other operation on the id is in flight in this store
  * instance and this instance's encoder wrote the file as it is (the cached state), the batch is
- * encoded first, continuing that encoder's segment, and then written in the synchronous step; if
- * the file is no longer the cached one when the step locks it (another writer), the encoded bytes
- * are dropped with their encoder and the batch starts again under the locks, on a new segment. A
- * cache miss, a large batch or a held lock take the locks from the start.
+ * encoded continuing that encoder's segment and written in the synchronous step — with the
+ * deflate codec encoding and step are one synchronous step, with brotli the encoding comes first;
+ * if the file is no longer the cached one when the step locks it (another writer), the encoded
+ * bytes are dropped with their encoder and the batch starts again under the locks, on a new
+ * segment. A cache miss, a large batch or a held lock take the locks from the start.
  */
 const appendCompressed = (p: Pieces, id: string, expectedSeq: number, count: number, lines: ReadonlyArray<string>) => {
   const underLocks = () => underLock(p, id, "append", (lock, file) => appendLocked(p, id, expectedSeq, count, lines, undefined, lock, file))
-  return Effect.flatMap(p.sessions.busy(id), (busy) => {
+  return Effect.flatMap(Effect.zip(p.sessions.busy(id), WriterCodec), ([busy, codec]) => {
     const cached = p.sessions.cached(id)
     if (busy || cached === undefined || cached.compressed !== true || cached.lastRecord !== undefined) return underLocks()
     const segment = p.segments.take(id, cached.ino, cached.size)
     if (segment === undefined) return underLocks()
+    /** The step after the encoding: write, or (not written) drop the encoder and retry or fail. */
+    const write = (encoded: EncodedFrames, retry: () => Effect.Effect<void, StoreAppendError>) => {
+      const batch: Batch = { data: encoded.bytes, bytes: encoded.bytes.length }
+      const step = batch.bytes >= STREAMED_WRITE_BYTES ? RETRY : appendStep(p, id, cached, expectedSeq, count, batch)
+      if (step._tag === "Done") {
+        if (encoded.segment !== undefined) {
+          p.segments.keep(id, { ...encoded.segment, ino: cached.ino, size: cached.size + batch.bytes })
+        }
+        return Effect.void
+      }
+      // not written: the encoder's state is ahead of the file
+      encoded.segment?.encoder.close()
+      return step._tag === "Retry" ? retry() : Effect.fail(step)
+    }
+    if (codec === "deflate" && segment.encoder.codec === "deflate") {
+      // nothing waits between the encoding and the write: one synchronous step
+      const encoded = encodeFramesSync(segment, frameTexts(lines))
+      return "bytes" in encoded ? write(encoded, underLocks) : Effect.fail(codecFailed(encoded))
+    }
     return Effect.uninterruptibleMask((restore) =>
       Effect.flatMap(
         // the encode may be interrupted (its encoder is then closed by encodeFrames' failure path
         // or below); the synchronous step after it cannot be
         Effect.onInterrupt(restore(Effect.mapError(encodeFrames(segment, frameTexts(lines)), codecFailed)), () =>
           Effect.sync(() => segment.encoder.close())),
-        (encoded) => {
-          const batch: Batch = { data: encoded.bytes, bytes: encoded.bytes.length }
-          const step = batch.bytes >= STREAMED_WRITE_BYTES ? RETRY : appendStep(p, id, cached, expectedSeq, count, batch)
-          if (step._tag === "Done") {
-            if (encoded.segment !== undefined) {
-              p.segments.keep(id, { ...encoded.segment, ino: cached.ino, size: cached.size + batch.bytes })
-            }
-            return Effect.void
-          }
-          // not written: the encoder's state is ahead of the file
-          encoded.segment?.encoder.close()
-          return step._tag === "Retry" ? restore(underLocks()) : Effect.fail(step)
-        }
+        (encoded) => write(encoded, () => restore(underLocks()))
       )
     )
   })

@@ -1,9 +1,13 @@
 /**
- * The codec of the compressed JSONL layout (docs/formats.md "Compressed JSONL", `FrameEncoding`), the one
- * module that uses node:zlib: CRC-32, the segment encoder (one brotli stream whose every flush is
- * one frame's payload) and the one-shot decoder of a segment's frames. Per session, the store
- * keeps the encoder of the segment its last write continued (`SegmentEncoders`, a small LRU).
+ * The codecs of the compressed JSONL layout (docs/formats.md "Compressed JSONL", `FrameEncoding`), the one
+ * module that uses node:zlib: CRC-32; the writer's codec, raw DEFLATE per frame with the last
+ * bytes of its segment's earlier text as preset dictionary (synchronous, one call per frame); the
+ * first layout's brotli segments (one stream flushed per frame, asynchronous), which every reader
+ * still decodes and which `WriterCodec` can select to measure it or to make files of that layout.
+ * Per session, the store keeps the encoder of the segment its last write continued
+ * (`SegmentEncoders`, a small LRU).
  */
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as Zlib from "node:zlib"
@@ -11,12 +15,17 @@ import * as Zlib from "node:zlib"
 /** CRC-32 (ISO-HDLC, the one of zlib and gzip) of `data`, continuing from `value`. */
 export const crc32 = (data: Uint8Array, value = 0): number => Zlib.crc32(data, value)
 
-/** Brotli parameters of the writer (measured on the issue-16 workload, bench/README.md). */
-const ENCODER_PARAMS = {
-  [Zlib.constants.BROTLI_PARAM_QUALITY]: 5,
-  [Zlib.constants.BROTLI_PARAM_LGWIN]: 20,
-  [Zlib.constants.BROTLI_PARAM_MODE]: Zlib.constants.BROTLI_MODE_TEXT
-}
+/** The codec of a segment: `deflate` (what is written) or `brotli` (the first layout's). */
+export type SegmentCodec = "deflate" | "brotli"
+
+/**
+ * The codec a writer starts new segments with: `deflate` unless a caller provides `brotli` (the
+ * size benchmark, and tests making files of the first layout). A live segment of the other codec
+ * is never continued: the next frame starts a segment.
+ */
+export class WriterCodec extends Context.Reference<WriterCodec>()("effect-session-log/jsonl/WriterCodec", {
+  defaultValue: (): SegmentCodec => "deflate"
+}) {}
 
 /** A failure of the codec (a zlib error), carried as a `StoreFailure` cause by the store. */
 export interface CodecFailure {
@@ -25,24 +34,130 @@ export interface CodecFailure {
 }
 
 /**
- * One segment's brotli stream. `encode` compresses one frame's text and flushes: the bytes
- * returned are that frame's payload, decodable after the payloads of the segment's earlier
- * frames. An encoder that failed, or whose `encode` was interrupted, is `broken` and never used
- * again (its stream state no longer matches the file).
+ * One segment's encoder. `encode` compresses one frame's text: the bytes returned are that
+ * frame's payload, decodable after the segment's earlier frames; `encodeSync` does it without an
+ * effect where the codec is synchronous (deflate). An encoder that failed, or whose `encode` was
+ * interrupted, is `broken` and never used again (its state no longer matches the file).
  */
 export interface SegmentEncoder {
+  readonly codec: SegmentCodec
   readonly encode: (text: Uint8Array) => Effect.Effect<Uint8Array, CodecFailure>
+  readonly encodeSync: ((text: Uint8Array) => Uint8Array | CodecFailure) | undefined
   readonly broken: () => boolean
   readonly close: () => void
 }
 
+/** A fresh encoder of a segment of `codec`. */
+export const makeSegmentEncoder = (codec: SegmentCodec): SegmentEncoder =>
+  codec === "deflate" ? makeDeflateEncoder() : makeBrotliEncoder()
+
+// ---------------------------------------------------------------------------------------------
+// deflate: one raw DEFLATE stream per frame, the segment's earlier text as history
+
 /**
- * A fresh segment encoder: a brotli stream in flowing mode whose every write is processed with a
- * flush (the `flush` option), so a frame costs one trip to the thread pool, not two (a write, then
- * a flush); the bytes are the same.
+ * How much of a segment's earlier text a frame's DEFLATE stream may refer to (DEFLATE's window):
+ * a reader keeps this much and passes it as the dictionary of every frame.
  */
-export const makeSegmentEncoder = (): SegmentEncoder => {
-  const stream = Zlib.createBrotliCompress({ params: ENCODER_PARAMS, flush: Zlib.constants.BROTLI_OPERATION_FLUSH })
+export const HISTORY_BYTES = 32_768
+
+/**
+ * The writer's dictionary: the last this-many bytes of the segment's earlier text (a suffix of a
+ * reader's history, so readers depend on it no more than on the level). Measured on the issue-16
+ * workload (bench/README.md): zlib loads the dictionary into its hash chains on every call, so
+ * its cost grows with its size while the size gained shrinks.
+ */
+export const DICTIONARY_BYTES = 4_096
+
+/** The writer's DEFLATE parameters (measured with `DICTIONARY_BYTES`, bench/README.md). */
+const DEFLATE_OPTIONS: Zlib.ZlibOptions = { level: 3 }
+
+const EMPTY: Uint8Array = new Uint8Array(0)
+
+/** The last `keep` bytes of `history` followed by `text`. */
+export const slideHistory = (history: Uint8Array, text: Uint8Array, keep: number): Uint8Array => {
+  if (text.length >= keep) return text.slice(text.length - keep)
+  const out = new Uint8Array(Math.min(keep, history.length + text.length))
+  const fromHistory = out.length - text.length
+  out.set(history.subarray(history.length - fromHistory), 0)
+  out.set(text, fromHistory)
+  return out
+}
+
+/** The frame's payload: `text` as one raw DEFLATE stream whose preset dictionary is `dictionary`. */
+export const deflateFrame = (text: Uint8Array, dictionary: Uint8Array): Uint8Array | CodecFailure => {
+  try {
+    return Zlib.deflateRawSync(text, dictionary.length === 0 ? DEFLATE_OPTIONS : { ...DEFLATE_OPTIONS, dictionary })
+  } catch (cause) {
+    return { codec: "deflate", cause }
+  }
+}
+
+/**
+ * A frame's text from its payload, a raw DEFLATE stream that may refer to `history` (the last
+ * `HISTORY_BYTES` of its segment's earlier text); it must be exactly `textBytes` long.
+ */
+export const inflateFrame = (payload: Uint8Array, history: Uint8Array, textBytes: number): Uint8Array | CodecFailure => {
+  try {
+    const text = Zlib.inflateRawSync(payload, {
+      ...(history.length === 0 ? {} : { dictionary: history }),
+      // a bomb stops here: never more than the frame declares (plus one byte to notice it)
+      maxOutputLength: textBytes + 1
+    })
+    if (text.length !== textBytes) {
+      return { codec: "deflate", cause: `decoded ${text.length} bytes where the frame declares ${textBytes}` }
+    }
+    return text
+  } catch (cause) {
+    return { codec: "deflate", cause }
+  }
+}
+
+/** A deflate segment's encoder: synchronous, its state the segment's last `DICTIONARY_BYTES`. */
+const makeDeflateEncoder = (): SegmentEncoder => {
+  let history = EMPTY
+  let broken = false
+  const encodeSync = (text: Uint8Array): Uint8Array | CodecFailure => {
+    if (broken) return { codec: "deflate", cause: "the segment encoder is no longer usable" }
+    const payload = deflateFrame(text, history)
+    if (!(payload instanceof Uint8Array)) {
+      broken = true
+      return payload
+    }
+    history = slideHistory(history, text, DICTIONARY_BYTES)
+    return payload
+  }
+  return {
+    codec: "deflate",
+    encode: (text) =>
+      Effect.suspend(() => {
+        const payload = encodeSync(text)
+        return payload instanceof Uint8Array ? Effect.succeed(payload) : Effect.fail(payload)
+      }),
+    encodeSync,
+    broken: () => broken,
+    close: () => {
+      broken = true
+      history = EMPTY
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// brotli: one stream per segment, flushed after every frame (the first layout)
+
+/** Brotli parameters of the first layout's writer (bench/README.md). */
+const BROTLI_PARAMS = {
+  [Zlib.constants.BROTLI_PARAM_QUALITY]: 5,
+  [Zlib.constants.BROTLI_PARAM_LGWIN]: 20,
+  [Zlib.constants.BROTLI_PARAM_MODE]: Zlib.constants.BROTLI_MODE_TEXT
+}
+
+/**
+ * A brotli segment's encoder: a stream in flowing mode whose every write is processed with a
+ * flush (the `flush` option), one trip to the thread pool per frame.
+ */
+const makeBrotliEncoder = (): SegmentEncoder => {
+  const stream = Zlib.createBrotliCompress({ params: BROTLI_PARAMS, flush: Zlib.constants.BROTLI_OPERATION_FLUSH })
   let out: Array<Buffer> = []
   let failure: unknown = undefined
   let broken = false
@@ -86,7 +201,9 @@ export const makeSegmentEncoder = (): SegmentEncoder => {
       })
     })
   return {
+    codec: "brotli",
     encode,
+    encodeSync: undefined,
     broken: () => broken,
     close: () => {
       broken = true
@@ -96,10 +213,10 @@ export const makeSegmentEncoder = (): SegmentEncoder => {
 }
 
 /**
- * Decode the concatenated payloads of a segment's first frames into their text, which must be
- * exactly `textBytes` long; a `CodecFailure` when the bytes are no such brotli stream prefix.
+ * Decode the concatenated payloads of a brotli segment's first frames into their text, which must
+ * be exactly `textBytes` long; a `CodecFailure` when the bytes are no such brotli stream prefix.
  */
-export const decodeSegment = (payload: Uint8Array, textBytes: number): Uint8Array | CodecFailure => {
+export const decodeBrotliSegment = (payload: Uint8Array, textBytes: number): Uint8Array | CodecFailure => {
   try {
     const text = Zlib.brotliDecompressSync(payload, {
       finishFlush: Zlib.constants.BROTLI_OPERATION_FLUSH,

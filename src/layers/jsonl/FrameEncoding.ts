@@ -1,10 +1,11 @@
 /**
  * The compressed JSONL layout as written (docs/formats.md "Compressed JSONL"): the file magic, the 16-byte
- * frame header, how a batch's lines are cut into frames and frames into brotli segments, and the
- * bytes of a batch's frames. Reading them is `FrameScanner`; the codec is `Compression`.
+ * frame header, how a batch's lines are cut into frames and frames into segments (deflate, or the
+ * first layout's brotli), and the bytes of a batch's frames. Reading them is `FrameScanner`; the
+ * codecs are `Compression`.
  */
 import * as Effect from "effect/Effect"
-import { type CodecFailure, crc32, makeSegmentEncoder, type SegmentEncoder } from "./Compression.js"
+import { type CodecFailure, crc32, makeSegmentEncoder, type SegmentCodec, type SegmentEncoder, WriterCodec } from "./Compression.js"
 
 /** The first 8 bytes of a compressed file: `\x89JSONLZ\n` (a plain JSONL file starts with `{`). */
 export const MAGIC: Uint8Array = Uint8Array.of(0x89, 0x4a, 0x53, 0x4f, 0x4e, 0x4c, 0x5a, 0x0a)
@@ -18,21 +19,29 @@ export const FRAME_MARK: ReadonlyArray<number> = [0xf5, 0x46, 0x5a]
 /** Size of a frame header. */
 export const FRAME_HEADER_BYTES = 16
 
-/** Flag: the frame starts a segment (a new brotli stream). */
+/** Flag: the frame starts a segment (a new brotli stream, or an empty deflate history). */
 export const SEGMENT_START = 0x01
 /** Flag: the frame's text holds a `turn/end` record (L2 vs L3 without decoding it). */
 export const TURN_END = 0x02
-const KNOWN_FLAGS = SEGMENT_START | TURN_END
+/**
+ * Flag: the frame's segment is of the deflate codec (each frame one raw DEFLATE stream over the
+ * segment's earlier text); set on every frame of such a segment, clear on a brotli segment's.
+ */
+export const DEFLATE = 0x04
+const KNOWN_FLAGS = SEGMENT_START | TURN_END | DEFLATE
 
 /** A writer cuts a batch into frames of at most this much text (one longer line is a frame alone). */
 export const FRAME_TEXT_TARGET = 1_048_576
-/** A segment holds at most this much text (a frame longer than that is a segment alone). */
+/**
+ * A brotli segment holds at most this much text (a frame longer than that is a segment alone); a
+ * deflate segment is not capped (a reader holds its last `HISTORY_BYTES`, not the segment).
+ */
 export const SEGMENT_TEXT_CAP = 4_194_304
 
 /** Most text a reader accepts in one frame: a writer's frame target, or one line and its newline. */
 export const frameTextCap = (maxLineBytes: number): number => Math.max(FRAME_TEXT_TARGET, maxLineBytes + 1)
 
-/** Most payload bytes a frame of `textBytes` may have (brotli never expands text by more). */
+/** Most payload bytes a frame of `textBytes` may have (neither codec expands text by more). */
 export const payloadCap = (textBytes: number): number => textBytes + Math.ceil(textBytes / 256) + 1024
 
 /** A decoded frame header. */
@@ -127,39 +136,99 @@ export interface OpenSegment {
   readonly textBytes: number
 }
 
+/** What a batch's frames encode to: the bytes to write and the segment they leave open. */
+export interface EncodedFrames {
+  readonly bytes: Uint8Array
+  readonly segment: OpenSegment | undefined
+}
+
+/** Whether `segment` goes on with the next frame (`textBytes` of text) written with `codec`. */
+const continues = (segment: OpenSegment | undefined, codec: SegmentCodec, textBytes: number): segment is OpenSegment =>
+  segment !== undefined && segment.encoder.codec === codec &&
+  (codec === "deflate" || segment.textBytes + textBytes <= SEGMENT_TEXT_CAP)
+
+/** One frame's header flags. */
+const flagsOf = (frame: FrameText, starts: boolean, codec: SegmentCodec): number =>
+  (frame.turnEnd ? TURN_END : 0) | (starts ? SEGMENT_START : 0) | (codec === "deflate" ? DEFLATE : 0)
+
+/** The frames' bytes as one array (the one frame's own when there is one). */
+const joined = (out: ReadonlyArray<Uint8Array>, total: number): Uint8Array => {
+  if (out.length === 1) return out[0]
+  const bytes = new Uint8Array(total)
+  let at = 0
+  for (const b of out) {
+    bytes.set(b, at)
+    at += b.length
+  }
+  return bytes
+}
+
+/**
+ * `encodeFrames` with the deflate codec, without an effect: the append's synchronous step calls
+ * it. On failure every encoder used is closed.
+ */
+export const encodeFramesSync = (
+  segment: OpenSegment | undefined,
+  frames: ReadonlyArray<FrameText>
+): EncodedFrames | CodecFailure => {
+  const out: Array<Uint8Array> = []
+  let total = 0
+  let open = segment
+  for (const frame of frames) {
+    const starts = !continues(open, "deflate", frame.text.length)
+    if (starts) {
+      open?.encoder.close()
+      open = { encoder: makeSegmentEncoder("deflate"), textBytes: 0 }
+    }
+    const encoder = open!.encoder
+    const payload = encoder.encodeSync!(frame.text)
+    if (!(payload instanceof Uint8Array)) {
+      encoder.close()
+      return payload
+    }
+    const bytes = frameBytes(flagsOf(frame, starts, "deflate"), frame.text.length, payload)
+    out.push(bytes)
+    total += bytes.length
+    open = { encoder, textBytes: open!.textBytes + frame.text.length }
+  }
+  return { bytes: joined(out, total), segment: open }
+}
+
 /**
  * Compress `frames` after `segment` (none: the first frame starts a segment) into the bytes to
- * write, and the segment they leave open. A frame that would take the segment past
- * `SEGMENT_TEXT_CAP` starts a new one. An encoder replaced here is closed; on failure every
- * encoder used is closed.
+ * write, and the segment they leave open. The segment is continued only when its codec is the
+ * `WriterCodec`'s; a frame that would take a brotli segment past `SEGMENT_TEXT_CAP` starts a new
+ * one. An encoder replaced here is closed; on failure every encoder used is closed. With the
+ * deflate codec nothing here waits (`encodeFramesSync`).
  */
 export const encodeFrames = (
   segment: OpenSegment | undefined,
   frames: ReadonlyArray<FrameText>
-): Effect.Effect<{ readonly bytes: Uint8Array; readonly segment: OpenSegment | undefined }, CodecFailure> =>
-  Effect.gen(function*() {
-    const out: Array<Uint8Array> = []
-    let total = 0
-    let open = segment
-    for (const frame of frames) {
-      let flags = frame.turnEnd ? TURN_END : 0
-      if (open === undefined || open.textBytes + frame.text.length > SEGMENT_TEXT_CAP) {
-        open?.encoder.close()
-        open = { encoder: makeSegmentEncoder(), textBytes: 0 }
-        flags |= SEGMENT_START
+): Effect.Effect<EncodedFrames, CodecFailure> =>
+  Effect.flatMap(WriterCodec, (codec) => {
+    if (codec === "deflate") {
+      return Effect.suspend(() => {
+        const encoded = encodeFramesSync(segment, frames)
+        return "bytes" in encoded ? Effect.succeed(encoded) : Effect.fail(encoded)
+      })
+    }
+    return Effect.gen(function*() {
+      const out: Array<Uint8Array> = []
+      let total = 0
+      let open = segment
+      for (const frame of frames) {
+        const starts = !continues(open, codec, frame.text.length)
+        if (starts) {
+          open?.encoder.close()
+          open = { encoder: makeSegmentEncoder(codec), textBytes: 0 }
+        }
+        const encoder: SegmentEncoder = open!.encoder
+        const payload = yield* Effect.onError(encoder.encode(frame.text), () => Effect.sync(() => encoder.close()))
+        const bytes = frameBytes(flagsOf(frame, starts, codec), frame.text.length, payload)
+        out.push(bytes)
+        total += bytes.length
+        open = { encoder, textBytes: open!.textBytes + frame.text.length }
       }
-      const encoder: SegmentEncoder = open.encoder
-      const payload = yield* Effect.onError(encoder.encode(frame.text), () => Effect.sync(() => encoder.close()))
-      const bytes = frameBytes(flags, frame.text.length, payload)
-      out.push(bytes)
-      total += bytes.length
-      open = { encoder, textBytes: open.textBytes + frame.text.length }
-    }
-    const bytes = new Uint8Array(total)
-    let at = 0
-    for (const b of out) {
-      bytes.set(b, at)
-      at += b.length
-    }
-    return { bytes, segment: open }
+      return { bytes: joined(out, total), segment: open }
+    })
   })

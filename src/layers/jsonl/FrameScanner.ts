@@ -1,15 +1,17 @@
 /**
  * Reading the compressed JSONL layout, pure besides the codec (docs/formats.md "Compressed JSONL"): the
  * `FrameScanner` checks the magic, cuts the bytes into frames (mark, flags, lengths and CRC-32),
- * decodes each segment's frames and feeds their text to the line `Scanner`, and classifies a
- * damaged frame as a torn tail or corruption the way lines are (L1–L3, L5, L7). Fed chunk by
- * chunk; it holds at most one segment's frames and one frame's bytes. `openScan` tells the two
- * layouts apart by the magic.
+ * decodes them — a deflate frame at once over its segment's history, a brotli segment's frames
+ * when the segment ends — and feeds their text to the line `Scanner`, and classifies a damaged
+ * frame as a torn tail or corruption the way lines are (L1–L3, L5, L7). Fed chunk by chunk; it
+ * holds at most one brotli segment's frames (or a deflate segment's last 32 KiB of text) and one
+ * frame's bytes. `openScan` tells the two layouts apart by the magic.
  */
 import { StoreCorrupt } from "../../schema/Errors.js"
 import type { LoadError, TornTail, TornTailExtent } from "../../services/SessionStore.js"
-import { decodeSegment } from "./Compression.js"
+import { decodeBrotliSegment, HISTORY_BYTES, inflateFrame, slideHistory } from "./Compression.js"
 import {
+  DEFLATE,
   FRAME_HEADER_BYTES,
   FRAME_MARK,
   type FrameHeader,
@@ -115,6 +117,10 @@ export class FrameScanner implements FileScan {
   private frames = 0
   private segment: Array<PendingFrame> = []
   private segmentText = 0
+  /** The open segment is of the deflate codec: its frames are decoded at once over `history`. */
+  private segmentDeflate = false
+  /** The last `HISTORY_BYTES` of the open deflate segment's text. */
+  private history: Uint8Array = new Uint8Array(0)
   /** How many of the segment's first frames were decoded and fed already (the header frame). */
   private segmentFed = 0
   private textOffset = 0
@@ -294,12 +300,19 @@ export class FrameScanner implements FileScan {
   private accept(start: number, header: FrameHeader, bytes: Uint8Array): void {
     const number = this.frames++
     const starts = (header.flags & SEGMENT_START) !== 0
+    const deflate = (header.flags & DEFLATE) !== 0
     if (number === 0 && !starts) return this.fail(this.frameCorrupt("L5", number, start, "the first frame does not start a segment"))
-    if (starts) this.flushSegment()
-    else if (this.segmentText + header.textBytes > SEGMENT_TEXT_CAP) {
+    if (starts) {
+      this.flushSegment()
+      this.segmentDeflate = deflate
+      this.history = new Uint8Array(0)
+    } else if (deflate !== this.segmentDeflate) {
+      return this.fail(this.frameCorrupt("L7", number, start, "its codec is not its segment's"))
+    } else if (!deflate && this.segmentText + header.textBytes > SEGMENT_TEXT_CAP) {
       return this.fail(this.frameCorrupt("L7", number, start, `its segment holds more than ${SEGMENT_TEXT_CAP} bytes of text`))
     }
     if (this.done) return
+    if (deflate) return this.inflate(start, number, header, bytes)
     this.segment.push({
       start,
       number,
@@ -311,6 +324,17 @@ export class FrameScanner implements FileScan {
     this.segmentText += header.textBytes
     // the header at once (a frame is decodable after its segment's earlier frames alone)
     if (number === 0) this.flushSegment(true)
+  }
+
+  /** A deflate frame, decoded at once over its segment's history and fed. */
+  private inflate(start: number, number: number, header: FrameHeader, bytes: Uint8Array): void {
+    const text = inflateFrame(bytes.subarray(FRAME_HEADER_BYTES), this.history, header.textBytes)
+    if (!(text instanceof Uint8Array)) {
+      // the frame passed its CRC: damage the framing marks complete (L7)
+      return this.fail(this.frameCorrupt("L7", number, start, `it does not decode (${String(text.cause)})`))
+    }
+    this.history = slideHistory(this.history, text, HISTORY_BYTES)
+    this.feed({ start, number, header: bytes.slice(0, FRAME_HEADER_BYTES), flags: header.flags }, text)
   }
 
   private frameCorrupt(rule: string, frame: number, start: number, detail: string): StoreCorrupt {
@@ -352,36 +376,43 @@ export class FrameScanner implements FileScan {
         at += f.payload.length
       }
     }
-    const text = decodeSegment(payload, textBytes)
+    const text = decodeBrotliSegment(payload, textBytes)
     if (!(text instanceof Uint8Array)) {
       // every frame passed its CRC: damage the framing marks complete (L7)
       return this.fail(this.frameCorrupt("L7", frames[0].number, frames[0].start, `its segment does not decode (${String(text.cause)})`))
     }
     let at = 0
     for (const [i, f] of frames.entries()) {
-      if (i < fed) {
-        at += f.textBytes
-        continue
-      }
-      const turnEnds = this.lines.turnEnds
-      this.lines.push(text.subarray(at, at + f.textBytes), this.textOffset)
+      if (i >= fed && !this.feed(f, text.subarray(at, at + f.textBytes))) return
       at += f.textBytes
-      this.textOffset += f.textBytes
-      if (this.lines.error !== undefined) return this.fail(this.lines.error)
-      // list: the header was all it wanted
-      if (this.lines.done) {
-        this.done = true
-        return
-      }
-      if (!this.lines.clean) {
-        const rule = this.lines.sessionHeader === undefined ? "L5" : "L7"
-        return this.fail(this.frameCorrupt(rule, f.number, f.start, "its text is not a run of complete, committed records"))
-      }
-      if ((this.lines.turnEnds > turnEnds) !== ((f.flags & TURN_END) !== 0)) {
-        return this.fail(this.frameCorrupt("L7", f.number, f.start, "its turn/end flag does not match its records"))
-      }
-      this.lastFrame = { start: f.start, header: f.header }
     }
+  }
+
+  /** One frame's decoded text through the line reader; false when the scan stops here. */
+  private feed(f: Pick<PendingFrame, "start" | "number" | "header" | "flags">, text: Uint8Array): boolean {
+    const turnEnds = this.lines.turnEnds
+    this.lines.push(text, this.textOffset)
+    this.textOffset += text.length
+    if (this.lines.error !== undefined) {
+      this.fail(this.lines.error)
+      return false
+    }
+    // list: the header was all it wanted
+    if (this.lines.done) {
+      this.done = true
+      return false
+    }
+    if (!this.lines.clean) {
+      const rule = this.lines.sessionHeader === undefined ? "L5" : "L7"
+      this.fail(this.frameCorrupt(rule, f.number, f.start, "its text is not a run of complete, committed records"))
+      return false
+    }
+    if ((this.lines.turnEnds > turnEnds) !== ((f.flags & TURN_END) !== 0)) {
+      this.fail(this.frameCorrupt("L7", f.number, f.start, "its turn/end flag does not match its records"))
+      return false
+    }
+    this.lastFrame = { start: f.start, header: f.header }
+    return true
   }
 }
 
