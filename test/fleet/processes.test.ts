@@ -5,8 +5,10 @@
  * prompt`). Fifty sessions prompted concurrently: every session's turns are run by one runner at
  * a time (no turn inside another, every log verifies), each prompt is answered once (sent again
  * with its id it is not run again). A runner killed with SIGKILL mid-turn: the session moves, is
- * repaired, every event stored before the kill is kept, and the cut prompt is run again once (both
- * attempts in the log). A runner paused with SIGSTOP then resumed, and a runner added while
+ * repaired, every event stored before the kill is kept, the cut prompt is run again once (both
+ * attempts in the log) and its client's stream goes on across the failover; every session of the
+ * killed runner answers its next prompt. With no runner alive, `fleet prompt` fails after
+ * `--timeout` with `FleetUnavailable`. A runner paused with SIGSTOP then resumed, and a runner added while
  * prompts flow: every prompt answered once, every log verifies. Sessions are read through
  * `session-log` while the fleet runs.
  */
@@ -142,6 +144,16 @@ describePg("fleet (issue 34): real processes", () => {
       const human = yield* Effect.promise(() => cli(bundle, ["fleet", "prompt", "--store", url, "--prompt-id", "k-3", s, "after"]))
       assert.deepStrictEqual([human.code, human.stdout], [0, "You said: after\n"], human.stderr)
       yield* verifyStored(url, s, [["k-1", "completed"], ["k-2", "interrupted"], ["k-2#2", "completed"], ["k-3", "completed"]])
+      // every session of the first test, the killed runner's among them, answers its next prompt
+      // from a live runner, and its log verifies
+      const fifty = Array.from({ length: SESSIONS }, (_, i) => `s-${i}`)
+      const after = yield* clients(fifty.map((f) => ({ session: f, prompts: [{ promptId: `${f}-after-kill`, text: "after the kill" }] })))
+      for (const f of fifty) {
+        const [a] = only(after, `${f}/${f}-after-kill`)
+        assert.deepStrictEqual([a.reason, a.text], ["completed", "You said: after the kill"])
+        assert.notStrictEqual(a.runner, owner.address)
+        assert.deepStrictEqual(yield* completedPrompts(url, f), [`${f}-p1`, `${f}-p2`, `${f}-after-kill`])
+      }
     }), { timeout: 120_000 })
 
   it.live("fleet prompt with no runner alive fails with FleetUnavailable after --timeout (exit 2), not waiting forever", () =>
