@@ -232,6 +232,11 @@ export interface SessionStoreShape {
   readonly follow: (id: string, options?: FollowOptions) => Stream.Stream<unknown, FollowError>
   /** Headers of materialised sessions sorted by (createdAt, id). */
   readonly list: () => Effect.Effect<ReadonlyArray<SessionHeader>, StoreFailure>
+  /**
+   * `list` with each session's last event (seq and time), which each backend knows without a
+   * read of the log (docs/guide.md "Listing sessions"); sorted by (createdAt, id).
+   */
+  readonly listEntries: () => Effect.Effect<ReadonlyArray<SessionEntry>, StoreFailure>
   /** Durably remove the torn tail `load` reported, if the log is still at `revision`. */
   readonly truncateTornTail: (
     id: string,
@@ -239,16 +244,20 @@ export interface SessionStoreShape {
     options: { readonly revision: string }
   ) => Effect.Effect<void, AppendConflict | SessionNotFound | StoreCorrupt | StoreFailure>
   /** Replace header and events (v0→v1 upgrade) if still at `revision`, keeping a backup. */
-  /**
-   * `list` with each session's last event (seq and time), which each backend knows without a
-   * read of the log (docs/guide.md "Listing sessions"); sorted by (createdAt, id).
-   */
-  readonly listEntries: () => Effect.Effect<ReadonlyArray<SessionEntry>, StoreFailure>
   readonly replaceLog: (
     id: string,
     header: SessionHeader,
     events: ReadonlyArray<Event>,
     options: { readonly revision: string; readonly backup: string }
+  ) => Effect.Effect<void, AppendConflict | SessionNotFound | StoreCorrupt | StoreFailure>
+  /**
+   * Remove a whole session if its log is still at `revision` (L8 otherwise), no backup kept: only
+   * for what the caller itself created and nobody else can have written to (an import that was
+   * interrupted undoes its unfinished session with it, docs/cli.md "Large sessions: streamed reads").
+   */
+  readonly discard: (
+    id: string,
+    options: { readonly revision: string }
   ) => Effect.Effect<void, AppendConflict | SessionNotFound | StoreCorrupt | StoreFailure>
   /**
    * `append` as one synchronous step, for a store that can (the memory store): the session
@@ -487,17 +496,17 @@ export interface SessionStoreImpl {
   /** The headers of the stored sessions, in any order. */
   readonly list: () => Effect.Effect<ReadonlyArray<SessionHeader>, StoreFailure>
   /**
+   * The stored sessions with their last event, in any order; by default `list`, then a read of
+   * each log keeping only its last event (a session that cannot be read is left out).
+   */
+  readonly listEntries?: () => Effect.Effect<ReadonlyArray<SessionEntry>, StoreFailure>
+  /**
    * The wake-ups of session `id` (docs/follow.md "Mechanisms"): an element once the watch is armed,
    * then at least one after each change of its log committed by any process (extra ones are
    * harmless: the follower reads and finds nothing new). `make` shares one run per session among
    * the followers of this instance and, should it fail (a dropped connection), polls instead. By
    * default a poll every `FOLLOW_POLL_MILLIS`.
    */
-  /**
-   * The stored sessions with their last event, in any order; by default `list`, then a read of
-   * each log keeping only its last event (a session that cannot be read is left out).
-   */
-  readonly listEntries?: () => Effect.Effect<ReadonlyArray<SessionEntry>, StoreFailure>
   readonly wakeups?: (id: string) => Stream.Stream<void, StoreFailure>
   /**
    * The reads of one follower of `id`, for a backend that can read what was committed since the
@@ -509,17 +518,11 @@ export interface SessionStoreImpl {
   readonly followReader?: (id: string) => (fromSeq: number) => Effect.Effect<ReadonlyArray<unknown> | undefined, ReadError>
   readonly truncateTornTail: SessionStoreShape["truncateTornTail"]
   readonly replaceLog: SessionStoreShape["replaceLog"]
+  readonly discard: SessionStoreShape["discard"]
 }
 
 const byCreation = (a: SessionHeader, b: SessionHeader) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
 
-/**
- * A `SessionStore` from what a backend states (in the spirit of `KeyValueStore.make`): `create`
- * with the header checks (J13) and lazy registration (J14 against the registry and the stored
- * sessions), the shared head of `append` (an empty batch is a no-op; plain events are checked,
- * prepared ones pass), reads of a registered session that is not written yet (its header and no
- * events; L11 for an unknown id), `loadEach` and `readFrom` where the backend has none, and `list`
- * sorted by `(createdAt, id)`. Every operation but `append` runs in a span `<name>.<operation>`.
 /**
  * The last event of a stored log as `SessionEntry` gives it: a record's `seq` and `time` when both
  * are integers.
@@ -549,6 +552,13 @@ const entriesByReading = (
       (found) => found.flatMap((o) => Option.isSome(o) ? [o.value] : [])
     ))
 
+/**
+ * A `SessionStore` from what a backend states (in the spirit of `KeyValueStore.make`): `create`
+ * with the header checks (J13) and lazy registration (J14 against the registry and the stored
+ * sessions), the shared head of `append` (an empty batch is a no-op; plain events are checked,
+ * prepared ones pass), reads of a registered session that is not written yet (its header and no
+ * events; L11 for an unknown id), `loadEach` and `readFrom` where the backend has none, and `list`
+ * sorted by `(createdAt, id)`. Every operation but `append` runs in a span `<name>.<operation>`.
  *
  * @since 0.2.0
  * @category constructors
@@ -622,19 +632,21 @@ export const make = (impl: SessionStoreImpl): SessionStoreShape => {
 
     list: () => Effect.map(impl.list(), (headers) => [...headers].sort(byCreation)).pipe(span("list")),
 
-    truncateTornTail: (id, tornTail, options) => impl.truncateTornTail(id, tornTail, options).pipe(span("truncateTornTail", id)),
-
-    replaceLog: (id, header, events, options) => impl.replaceLog(id, header, events, options).pipe(span("replaceLog", id))
-  }
-  const follow = StoreFollow.followOver({
-    readFrom: shape.readFrom,
-    subscribe: StoreFollow.makeWatchers(impl.name, impl.wakeups ?? (() => StoreFollow.pollWakeups())),
     listEntries: () =>
       Effect.map(
         impl.listEntries === undefined ? entriesByReading(impl.list, load) : impl.listEntries(),
         (entries) => [...entries].sort((a, b) => byCreation(a.header, b.header))
       ).pipe(span("listEntries")),
 
+    truncateTornTail: (id, tornTail, options) => impl.truncateTornTail(id, tornTail, options).pipe(span("truncateTornTail", id)),
+
+    replaceLog: (id, header, events, options) => impl.replaceLog(id, header, events, options).pipe(span("replaceLog", id)),
+
+    discard: (id, options) => impl.discard(id, options).pipe(span("discard", id))
+  }
+  const follow = StoreFollow.followOver({
+    readFrom: shape.readFrom,
+    subscribe: StoreFollow.makeWatchers(impl.name, impl.wakeups ?? (() => StoreFollow.pollWakeups())),
     checkFromSeq,
     ...(impl.followReader === undefined ? {} : { reader: impl.followReader })
   })

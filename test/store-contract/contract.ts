@@ -554,6 +554,31 @@ export const storeContract = (
       { fastCheck: { numRuns: Math.min(numRuns, 4) } }
     )
 
+    it.scoped("discard removes a whole session at its revision; at a stale one it is L8 and the log stays", () =>
+      Effect.gen(function*() {
+        const store = yield* SessionStore
+        const gone = uniqueIds("discard")
+        const kept = uniqueIds("discard")
+        for (const id of [gone, kept]) {
+          yield* store.create(headerFor(id, 1))
+          yield* store.append(id, pluginEvents(0, 3), { expectedSeq: 0 })
+        }
+        const stale = (yield* store.load(kept)).revision
+        yield* store.append(kept, pluginEvents(3, 2), { expectedSeq: 3 })
+        const before = yield* observe(kept)
+        const refused = yield* Effect.flip(store.discard(kept, { revision: stale }))
+        assert.strictEqual(refused._tag, "AppendConflict")
+        assert.strictEqual((refused as { rule?: string }).rule, "L8")
+        assert.deepStrictEqual(yield* observe(kept), before)
+        yield* store.discard(gone, { revision: (yield* store.load(gone)).revision })
+        assert.deepStrictEqual((yield* store.list()).map((h) => h.id), [kept])
+        assert.strictEqual((yield* Effect.flip(store.load(gone)))._tag, "SessionNotFound")
+        // the id is free again
+        yield* store.create(headerFor(gone, 2))
+        yield* store.append(gone, pluginEvents(0, 1), { expectedSeq: 0 })
+        assert.strictEqual((yield* store.load(gone)).events.length, 1)
+      }).pipe(fresh))
+
     it.scoped("J14 create rejects an id registered in this store, and one already stored", () =>
       Effect.gen(function*() {
         const store = yield* SessionStore

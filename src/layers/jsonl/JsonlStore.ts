@@ -193,7 +193,8 @@ export const make = (
       wakeups: (id) => Watch.wakeups(p.files.candidates(id).map((c) => c.file)),
       followReader: followReader(p),
       truncateTornTail: (id, tornTail, { revision }) => truncateTornTail(p, id, tornTail, revision),
-      replaceLog: (id, header, events, { revision }) => replaceLog(p, id, header, events, revision)
+      replaceLog: (id, header, events, { revision }) => replaceLog(p, id, header, events, revision),
+      discard: (id, { revision }) => discard(p, id, revision)
     })
   })
 
@@ -241,6 +242,17 @@ const truncateTornTail = (p: Pieces, id: string, tornTail: TornTail, revision: s
         p.sessions.remember(id, scanned.result.compressed === true ? { ...state, compressed: true } : state)
       }))
   })
+
+/** Under the locks, if unchanged since `load` (L8): the session's file removed, no backup kept. */
+const discard = (p: Pieces, id: string, revision: string) =>
+  underLock(p, id, "discard", (_lock, file) =>
+    Effect.gen(function*() {
+      const current = yield* rescan(p, id, file, "discard")
+      if (current.revision !== revision) return yield* changedSinceRead(id, 0, current.result.nextSeq)
+      p.sessions.forget(id)
+      p.segments.drop(id)
+      yield* p.fs.remove(file).pipe(mapFs("discard"))
+    }))
 
 /**
  * Under the locks, if unchanged since `load` (L8): the new log to a temp file in the layout of

@@ -163,6 +163,23 @@ export const make = (options: MemoryStoreOptions = {}): Effect.Effect<SessionSto
           current.events = [...events]
           current.revision++
           changed(id)
+        }),
+
+      discard: (id, { revision }) =>
+        Effect.gen(function*() {
+          const current = stored.get(id)
+          if (current === undefined) return yield* notFound(id)
+          if (String(current.revision) !== revision) {
+            return yield* new AppendConflict({
+              rule: "L8",
+              sessionId: id,
+              expectedSeq: 0,
+              storedSeq: current.events.length,
+              detail: "the stored log changed since it was read"
+            })
+          }
+          stored.delete(id)
+          changed(id)
         })
     })
   })

@@ -407,6 +407,20 @@ const sessionRows = (store: Store, rows: ReadonlyArray<unknown>) =>
     return headers
   })
 
+/** Delete a whole session (its rows, then its sessions row) if it is still at `revision` (L8). */
+export const discard = (store: Store, id: string, revision: string) =>
+  inTransaction(store, true, (conn) =>
+    notifying(
+      store,
+      conn,
+      id,
+      Effect.gen(function*() {
+        yield* atRevision(store, id, revision)
+        yield* store.runRaw(conn, "delete-from", store.statements.deleteFrom, [id, LOWEST_SEQ])
+        yield* store.sql`DELETE FROM sessions WHERE id = ${id}`
+      })
+    )).pipe(failures(store, "discard"), Effect.asVoid)
+
 /** Delete the torn tail `load` reported, if the log is still at `revision` and still torn there (L8). */
 export const truncateTornTail = (store: Store, id: string, tornTail: TornTail, revision: string) =>
   store.layout !== 2 ? Effect.fail(olderLayout(store, "truncateTornTail")) : inTransaction(store, true, (conn) =>

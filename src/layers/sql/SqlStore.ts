@@ -109,6 +109,7 @@ export const make = (
       listEntries: () => Operations.listEntries(store),
       ...(dialect.wakeups === undefined ? {} : { wakeups: dialect.wakeups }),
       truncateTornTail: (id, tornTail, { revision }) => Operations.truncateTornTail(store, id, tornTail, revision),
+      discard: (id, { revision }) => Operations.discard(store, id, revision),
       replaceLog: (id, header, events, { backup, revision }) =>
         Effect.gen(function*() {
           const checked = prepareBatch(events, 0, options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES)

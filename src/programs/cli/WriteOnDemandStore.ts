@@ -77,6 +77,11 @@ export const makeWriteOnDemandStore = <E extends { readonly _tag: string }>(
         Effect.flatMap(
           Effect.mapError(opened("replaceLog", id), asStoreFailure("replaceLog")),
           (w) => w.replaceLog(id, header, events, options)
+        ),
+      discard: (id, options) =>
+        Effect.flatMap(
+          Effect.mapError(opened("discard", id), asStoreFailure("discard")),
+          (w) => w.discard(id, options)
         )
     } satisfies SessionStoreShape
   })

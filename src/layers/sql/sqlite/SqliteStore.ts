@@ -131,7 +131,8 @@ const readOnlyStore = (store: SessionStoreShape, target: OpenTarget, filename: s
     list: () => checked("list", store.list()),
     listEntries: () => checked("listEntries", store.listEntries()),
     truncateTornTail: () => Effect.fail(readOnlyRefusal(filename, "truncateTornTail")),
-    replaceLog: () => Effect.fail(readOnlyRefusal(filename, "replaceLog"))
+    replaceLog: () => Effect.fail(readOnlyRefusal(filename, "replaceLog")),
+    discard: () => Effect.fail(readOnlyRefusal(filename, "discard"))
   }
 }
 
