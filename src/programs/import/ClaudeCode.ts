@@ -117,6 +117,9 @@ const CONVERSATION = new Set(["user", "assistant", "system"])
 /** At most this many distinct session ids are remembered per file (a resume chain is short). */
 const MAX_SESSION_IDS = 64
 
+/** At most this many compactions with a preserved segment are relinked per file (memory bound). */
+const MAX_PRESERVED = 10_000
+
 const indexRecord = (index: Index, rec: Rec) => {
   const sessionId = nonEmpty(rec.sessionId)
   if (index.sessionId === undefined) index.sessionId = sessionId
@@ -145,7 +148,7 @@ const indexRecord = (index: Index, rec: Rec) => {
     : undefined
   const head = nonEmpty(segment?.headUuid)
   const anchor = nonEmpty(segment?.anchorUuid)
-  if (head !== undefined && anchor !== undefined && index.preserved.length < MAX_SESSION_IDS) {
+  if (head !== undefined && anchor !== undefined && index.preserved.length < MAX_PRESERVED) {
     index.preserved.push({ boundary: uuid, head, anchor })
   }
   const toolResult = rec.type === "user" && isObject(rec.message) && Array.isArray(rec.message.content) &&
