@@ -389,6 +389,20 @@ describe("JsonlStore: the compressed layout", () => {
     { fastCheck: { numRuns: 40 } }
   )
 
+  it.scoped("C.4 a frame with an unknown flag (bit 3) is not sound: a torn tail at its start, L2 before a later turn/end", () =>
+    Effect.gen(function*() {
+      const groups = [[turnStart(3, 2)], [userMessage(4)]]
+      const withFlag = (bytes: Uint8Array) => reframe(bytes, 2, (fr) => void (fr.flags |= 0x08))
+      const good = craftSession([turn(0), ...groups])
+      const { loaded } = yield* loadCrafted(withFlag(good))
+      assert.strictEqual(loaded._tag, "Right")
+      if (loaded._tag !== "Right") return
+      assert.deepStrictEqual(loaded.right.tornTail, { fromSeq: 3, reason: "unparsable", position: framesOf(good)[2].start })
+      const committed = withFlag(craftSession([turn(0), ...groups, [turnEnd(5, 2)]]))
+      const l2 = yield* loadCrafted(committed)
+      assert.strictEqual(l2.loaded._tag === "Left" && rule(l2.loaded.left), "L2")
+    }).pipe(provide))
+
   it.scoped("C.3 an old brotli file reads, and a writer continues it with deflate segments; it reads back exactly", () =>
     Effect.gen(function*() {
       const f = yield* fixture({ compress: true })
