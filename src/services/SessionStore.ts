@@ -230,6 +230,13 @@ export interface SessionStoreShape {
    * writer's batch. One watcher per session per store instance serves all its followers.
    */
   readonly follow: (id: string, options?: FollowOptions) => Stream.Stream<unknown, FollowError>
+  /**
+   * Wake-ups after commits to any session of the store by any process, where the backend has a
+   * store-wide signal (SQLite's `data_version`, PostgreSQL's notifications; docs/follow.md
+   * "Mechanisms"): one once armed, then at least one after each commit (extra ones are harmless).
+   * Absent elsewhere: a watcher of the whole store polls (`session-log list --watch`).
+   */
+  readonly changes?: () => Stream.Stream<void, StoreFailure>
   /** Headers of materialised sessions sorted by (createdAt, id). */
   readonly list: () => Effect.Effect<ReadonlyArray<SessionHeader>, StoreFailure>
   /**

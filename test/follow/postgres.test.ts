@@ -8,6 +8,7 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import { FOLLOW_CHANNEL } from "../../src/layers/sql/postgres/PostgresStore.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
@@ -55,6 +56,21 @@ describePg("PostgreSQL", () => {
         after = yield* listening
       }
       assert.strictEqual(after, before)
+    }))
+
+  it.scopedLive("changes: a wake-up once armed, then after a commit of another store instance, to any session", () =>
+    Effect.gen(function*() {
+      const url = yield* freshUrl
+      const watching = Context.get(yield* Layer.build(storeAt("postgres", url)), SessionStore)
+      const writer = Context.get(yield* Layer.build(storeAt("postgres", url)), SessionStore)
+      assert.isDefined(watching.changes)
+      const woken = yield* Queue.unbounded<void>()
+      yield* Effect.forkScoped(Stream.runForEach(watching.changes!(), () => Queue.offer(woken, undefined)))
+      yield* Queue.take(woken)
+      yield* writer.create(headerFor("pg-any"))
+      yield* writer.append("pg-any", pluginEvents(0, 1), { expectedSeq: 0 })
+      yield* Queue.take(woken)
+      assert.deepStrictEqual((yield* watching.list()).map((h) => h.id), ["pg-any"])
     }))
 
   it.scopedLive("while followers of three sessions wait, the store holds one LISTEN connection", () =>

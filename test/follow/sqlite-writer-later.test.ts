@@ -9,6 +9,7 @@ import * as Chunk from "effect/Chunk"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
+import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import * as NodeFs from "node:fs"
 import { layer as sqliteLayer } from "../../src/layers/sql/sqlite/SqliteStore.js"
@@ -47,6 +48,24 @@ describe("SQLite follow of a database nobody writes when it starts", () => {
         assert.deepStrictEqual(seqsOf(Chunk.toReadonlyArray(yield* Fiber.join(follower))), [0, 1, 2, 3, 4, 5])
         // the store's cold reads see them too
         assert.strictEqual((yield* reader.readFrom(id, 0)).length, 6)
+      }).pipe(Effect.provide(sqliteLayer({ filename, readOnly: true })))
+    }))
+
+  it.scopedLive("changes: a wake-up once armed, then after a commit by another connection, to any session", () =>
+    Effect.gen(function*() {
+      const filename = `${yield* tempDir}/sessions.db`
+      yield* writeThenClose(filename, "first", 0, 1)
+      yield* Effect.gen(function*() {
+        const reader = yield* SessionStore
+        assert.isDefined(reader.changes)
+        const woken = yield* Queue.unbounded<void>()
+        yield* Effect.forkScoped(Stream.runForEach(reader.changes!(), () => Queue.offer(woken, undefined)))
+        yield* Queue.take(woken)
+        // a writer opens the database later, and writes another session
+        yield* writeThenClose(filename, "second", 0, 1)
+        yield* Queue.take(woken)
+        const ids = (yield* reader.list()).map((h) => h.id)
+        assert.deepStrictEqual(ids, ["first", "second"])
       }).pipe(Effect.provide(sqliteLayer({ filename, readOnly: true })))
     }))
 })

@@ -2,14 +2,17 @@
  * `session-log list` (docs/cli.md): the sessions of a store, each with its header, its event
  * count and what people look for next (last activity, message count, first-message preview, the
  * parent of a fork), all derived from a streamed cold read of the stored log. `--watch` then
- * asks the store every `WATCH_MILLIS` where each log ends (`listEntries`, no log read), reads
- * again the sessions that appeared or whose end moved, and prints each that changed, one line
- * each (`--json`: one JSON object per line), until interrupted. Never writes.
+ * asks the store after each of its wake-ups (SQLite, PostgreSQL), else every `WATCH_MILLIS`,
+ * where each log ends (`listEntries`, no log read), reads again the sessions that appeared or
+ * whose end moved, and prints each that changed, one line each (`--json`: one JSON object per
+ * line), until interrupted. Never writes.
  */
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
+import * as Queue from "effect/Queue"
+import * as Stream from "effect/Stream"
 import type { Message } from "../../schema/Messages.js"
 import type { SessionHeader } from "../../schema/SessionHeader.js"
 import { checkVocabulary, isRecord } from "../../schema/Validation.js"
@@ -23,7 +26,9 @@ import { openExistingStore } from "./Target.js"
 const WATCH_MILLIS = 1_000
 
 const watch = Options.boolean("watch").pipe(
-  Options.withDescription(`then print each session that appears or changes (re-read every ${WATCH_MILLIS / 1_000} s), until interrupted (Ctrl-C)`)
+  Options.withDescription(
+    `then print each session that appears or changes (on each commit to a SQLite or PostgreSQL store, every ${WATCH_MILLIS / 1_000} s on JSONL), until interrupted (Ctrl-C)`
+  )
 )
 
 /** The longest first-message preview in `--json`. */
@@ -96,15 +101,35 @@ type Row = Effect.Effect.Success<ReturnType<typeof sessionRow>>
 const endOf = (e: SessionEntry): string => e.last === undefined ? "-" : `${e.last.seq}:${e.last.time}`
 
 /**
- * `list --watch`: every `WATCH_MILLIS`, the rows that are new or whose events or activity changed.
- * Each round asks the store where each log ends (`listEntries`, no log read) and reads again only
- * the sessions whose end moved.
+ * When `list --watch` asks the store again: after each of its wake-ups, coalesced, where it has a
+ * store-wide signal (`SessionStoreShape.changes`: SQLite, PostgreSQL; a failed watch falls back to
+ * the poll), else every `WATCH_MILLIS` (docs/follow.md "Known limits").
+ */
+const nextChange = (s: SessionStoreShape) =>
+  Effect.gen(function*() {
+    const changes = s.changes
+    if (changes === undefined) return Effect.sleep(WATCH_MILLIS)
+    const woken = yield* Queue.sliding<void>(1)
+    const poll = Effect.forever(Effect.zipRight(Effect.sleep(WATCH_MILLIS), Queue.offer(woken, undefined)))
+    yield* Stream.runForEach(changes(), () => Queue.offer(woken, undefined)).pipe(
+      Effect.catchAll((failure) => Effect.zipRight(Effect.logWarning("list --watch: the store's watch failed; polling instead", failure), poll)),
+      Effect.forkScoped
+    )
+    // the watch's first wake-up (once armed) asks again at once: nothing committed meanwhile is missed
+    return Queue.take(woken)
+  })
+
+/**
+ * `list --watch`: after each change of the store, the rows that are new or whose events or
+ * activity changed. Each round asks the store where each log ends (`listEntries`, no log read)
+ * and reads again only the sessions whose end moved.
  */
 const watchRows = (s: SessionStoreShape, first: ReadonlyArray<Row>, ends: Map<string, string>, asJson: boolean) =>
-  Effect.gen(function*() {
+  Effect.scoped(Effect.gen(function*() {
     const seen = new Map(first.map((r) => [r.id, `${r.events}:${r.lastActivity}`]))
+    const next = yield* nextChange(s)
     while (true) {
-      yield* Effect.sleep(WATCH_MILLIS)
+      yield* next
       const moved = (yield* s.listEntries()).filter((e) => ends.get(e.header.id) !== endOf(e))
       const rows = yield* Effect.forEach(moved, (e) => sessionRow(s, e.header))
       for (const [i, r] of rows.entries()) {
@@ -122,7 +147,7 @@ const watchRows = (s: SessionStoreShape, first: ReadonlyArray<Row>, ends: Map<st
         )
       }
     }
-  })
+  }))
 
 /** `list`. */
 export const listCommand = Command.make("list", { json, store, watch }, (o) =>

@@ -485,7 +485,7 @@ export const make = (
 ): Effect.Effect<SessionStoreShape, StoreSchemaMismatch | StoreFailure, Scope.Scope> =>
   Effect.gen(function*() {
     const sql = yield* makeClient(options)
-    return yield* makeSqlStore({
+    const store = yield* makeSqlStore({
       dialect: { ...postgresDialect, notifyStatement: NOTIFY_STATEMENT, advanceReturning: ADVANCE_RETURNING, wakeups: listenWakeups(options) },
       location: displayLocation(urlOf(options)),
       readOnly: options.readOnly === true,
@@ -494,6 +494,9 @@ export const make = (
       keepConnections: options.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
       ...(options.maxEventBytes === undefined ? {} : { maxEventBytes: options.maxEventBytes })
     }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+    // the store-wide wake-ups: every notification of the schema, on a LISTEN connection of their own
+    const changes = (): Stream.Stream<void, StoreFailure> => Stream.as(listenAll(options), undefined)
+    return { ...store, changes }
   })
 
 /**

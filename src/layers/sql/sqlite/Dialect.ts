@@ -138,7 +138,7 @@ const dataVersionPhase = (filename: string): Stream.Stream<void, StoreFailure> =
  * it open (a `-wal` file), else a watch for one (`awaitWriter`), so a follower started before any
  * writer sees the writes that come later.
  */
-const databaseWakeups = (filename: string): Stream.Stream<void, StoreFailure> =>
+export const databaseWakeups = (filename: string): Stream.Stream<void, StoreFailure> =>
   Stream.forever(Stream.suspend(() => hasWal(filename) ? dataVersionPhase(filename) : awaitWriter(filename)))
 
 /**

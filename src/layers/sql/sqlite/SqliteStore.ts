@@ -18,7 +18,7 @@ import { followOver, makeWatchers } from "../../../services/StoreFollow.js"
 import { prepareDatabase, type SqlDialect } from "../Dialect.js"
 import { makeSqlStore } from "../SqlStore.js"
 import { onConnection, reservePerOperation, transaction } from "../Transaction.js"
-import { busyTimeoutOf, sqliteDialect, type SqliteDialectOptions } from "./Dialect.js"
+import { busyTimeoutOf, databaseWakeups, sqliteDialect, type SqliteDialectOptions } from "./Dialect.js"
 import { changedUnderneath, type OpenTarget, sqliteClient } from "./Open.js"
 
 export {
@@ -208,15 +208,21 @@ const reopening = (
           })
         )
       }))
+    // a read during which a writer changed the file alone (no -wal yet) fails; it is read again
+    // (reopened first), a few times, before its failure stands
+    const again = <A, E>(read: Effect.Effect<A, E>) =>
+      Effect.retry(read, { times: 3, while: (e) => e instanceof StoreFailure && e.cause === "database changed" })
     const store: SessionStoreShape = {
       ...current.view,
       create: (header) => Effect.flatMap(now("create"), (s) => s.create(header)),
       append: (id, events, options) => current.view.append(id, events, options),
-      load: (id) => Effect.flatMap(now("load"), (s) => s.load(id)),
+      load: (id) => again(Effect.flatMap(now("load"), (s) => s.load(id))),
+      // not again: the sink may have been handed events already
       loadEach: (id, sink) => Effect.flatMap(now("loadEach"), (s) => s.loadEach(id, sink)),
-      readFrom: (id, fromSeq) => Effect.flatMap(now("readFrom"), (s) => s.readFrom(id, fromSeq)),
+      readFrom: (id, fromSeq) => again(Effect.flatMap(now("readFrom"), (s) => s.readFrom(id, fromSeq))),
       follow: (id, followOptions) => follow(id, followOptions),
-      list: () => Effect.flatMap(now("list"), (s) => s.list()),
+      list: () => again(Effect.flatMap(now("list"), (s) => s.list())),
+      listEntries: () => again(Effect.flatMap(now("listEntries"), (s) => s.listEntries())),
       truncateTornTail: (id, tornTail, options) => current.view.truncateTornTail(id, tornTail, options),
       replaceLog: (id, header, events, options) => current.view.replaceLog(id, header, events, options)
     }
@@ -242,8 +248,15 @@ export const make = (
     const dialect = sqliteDialect(options)
     const opened = yield* openStore(options, dialect)
     const { store, target } = opened
-    if (target._tag === "write") return store
-    return target._tag === "immutable" ? yield* reopening(options, dialect, opened) : readOnlyStore(store, target, options.filename)
+    const built = target._tag === "write"
+      ? store
+      : target._tag === "immutable"
+      ? yield* reopening(options, dialect, opened)
+      : readOnlyStore(store, target, options.filename)
+    // the store-wide wake-ups: the database's watch (a file only; an in-memory database has no other writer)
+    return options.filename === ":memory:" || options.filename === ""
+      ? built
+      : { ...built, changes: () => databaseWakeups(options.filename) }
   }).pipe(Effect.mapError(corruptOr(options.filename)))
 
 /**
