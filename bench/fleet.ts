@@ -10,11 +10,13 @@
  * - failover: with 3 runners, one killed with SIGKILL, then one prompt to each of its sessions:
  *   the time from the kill to each answer (`--lock-expiration` LOCK_MS);
  * - the overhead of a routed prompt (one session, one prompt at a time) against a local
- *   `AgentLoop` turn on the same store and model in this process.
+ *   `AgentLoop` turn on the same store and model in this process, and a streamed prompt
+ *   (`Fleet.promptStream`, following the session's log): its first update and its answer.
  */
 import * as Toolkit from "@effect/ai/Toolkit"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
 import { execFileSync, spawn, type ChildProcess } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import * as net from "node:net"
@@ -189,7 +191,23 @@ const overhead = async (cluster: Cluster) => {
     })).pipe(
       Effect.provide(Layer.mergeAll(PostgresStore.layer({ url }), keylessFleetModel, HeaderSnapshotterLive.layer, Toolkit.empty.toLayer({})))
     ))
-    return { routed, local }
+    // a streamed prompt: the client follows the session's log while the runner runs the turn
+    const streamed = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const once = (text: string) =>
+        Effect.gen(function*() {
+          const t = performance.now()
+          let first: number | undefined
+          yield* Fleet.promptStream("o-streamed", new Fleet.PromptRequest({ promptId: `bench-${++prompts}`, text })).pipe(
+            Stream.runForEach(() => Effect.sync(() => void (first ??= performance.now() - t)))
+          )
+          return { first: first!, answer: performance.now() - t }
+        })
+      yield* once("warm")
+      const times: Array<{ first: number; answer: number }> = []
+      for (let i = 0; i < SEQUENTIAL; i++) times.push(yield* once(`turn ${i}`))
+      return { first: median(times.map((x) => x.first)), answer: median(times.map((x) => x.answer)) }
+    })).pipe(Effect.provide(Layer.merge(layerClient({ url }), PostgresStore.layer({ url })))))
+    return { routed, local, streamed }
   } finally {
     await stop([runner])
   }
@@ -205,6 +223,7 @@ const main = async () => {
     console.log(`\nfailover: ${f.sessions} sessions of the killed runner answered again after ${fmt(f.median)} ms (median), ${fmt(f.max)} ms (max)`)
     const o = await overhead(cluster)
     console.log(`\none prompt at a time (median of ${SEQUENTIAL}): routed ${fmt(o.routed, 1)} ms, local AgentLoop turn ${fmt(o.local, 1)} ms, overhead ${fmt(o.routed - o.local, 1)} ms`)
+    console.log(`streamed (Fleet.promptStream, median of ${SEQUENTIAL}): first update ${fmt(o.streamed.first, 1)} ms, answer ${fmt(o.streamed.answer, 1)} ms`)
   } finally {
     cluster.remove()
     rmSync(work, { recursive: true, force: true })

@@ -646,7 +646,8 @@ type Step =
  * event (what the client saw is in the log), and the attempt a runner's death cut shows as its
  * updates, its `TurnEnded` with reason `interrupted`, then the next attempt's. The stream ends
  * with `Answered` once the answer came and the answering turn's end was delivered; a prompt
- * answered before (its `promptId` sent again) streams only `Answered` (`replayed: true`).
+ * answered before (its `promptId` sent again) streams only `Answered`, its stored answer. Finding
+ * where the log ends reads the session's log once (streamed, not kept).
  *
  * @since 0.2.0
  * @category constructors
