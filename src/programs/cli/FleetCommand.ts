@@ -104,7 +104,7 @@ const runner = (o: {
 const timeout = optionalInteger(
   "timeout",
   "<ms>",
-  "(prompt) how long to wait for a runner to start the prompt's turn before failing with FleetUnavailable (default 30000)"
+  "(prompt) how long to wait for a runner to start the prompt's turn before failing with FleetUnavailable (default 60000)"
 )
 
 const write = (stream: NodeJS.WriteStream, text: string) =>

@@ -605,7 +605,7 @@ export class FleetUnavailable extends Schema.TaggedError<FleetUnavailable>()("Fl
  */
 export interface PromptStreamOptions {
   /**
-   * How long the prompt may wait for a runner to start its turn (default 30,000 ms): without its
+   * How long the prompt may wait for a runner to start its turn (default 60,000 ms): without its
    * turn started, its answer, or a new event of the session for that long, the stream fails with
    * `FleetUnavailable`. Once the turn started there is no time limit (a failover runs it again).
    */
@@ -618,7 +618,7 @@ export interface PromptStreamOptions {
  * @since 0.2.0
  * @category constants
  */
-export const DEFAULT_PROMPT_TIMEOUT_MS = 30_000
+export const DEFAULT_PROMPT_TIMEOUT_MS = 60_000
 
 /** The committed length of a session's log (0 before it exists). */
 const lengthOf = (store: SessionStore["Type"], sessionId: string) =>
