@@ -5,8 +5,9 @@
  * to check, then to write), so memory stays bounded by a batch whatever the files' length. A
  * store that did not exist is removed again when a write fails or the run is interrupted (SIGINT);
  * in an existing store, a write failing after others is `ImportIncomplete`, naming the files
- * already imported (a session longer than one batch that fails or is interrupted part-way keeps
- * the batches written before; an interrupt says so on stderr).
+ * already imported (a session longer than one batch that fails part-way keeps the batches written
+ * before); an interrupt discards the session being written (`SessionStore.discard`) and keeps the
+ * ones finished before it, which stderr names.
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
@@ -75,8 +76,11 @@ export const readImportFiles = (
       return { file, header, events: count, each } satisfies ImportItem
     }).pipe(Effect.tapError(() => onReject(file))))
 
-/** Append a file's prepared events to its registered session, in batches from seq 0. */
-const writeItem = (store: SessionStoreShape, item: ImportItem) =>
+/**
+ * Append a file's prepared events to its registered session, in batches from seq 0; `progress.begun`
+ * counts the events of the appends begun so far (the last one may not have committed).
+ */
+const writeItem = (store: SessionStoreShape, item: ImportItem, progress: { begun: number }) =>
   Effect.gen(function*() {
     let pending: Array<PreparedEvent> = []
     let pendingBytes = 0
@@ -88,6 +92,7 @@ const writeItem = (store: SessionStoreShape, item: ImportItem) =>
       if (batch.length === 0) return Effect.void
       const at = expectedSeq
       expectedSeq += batch.length
+      progress.begun = expectedSeq
       return store.append(item.header.id, batch, { expectedSeq: at })
     })
     yield* item.each((events) =>
@@ -101,6 +106,25 @@ const writeItem = (store: SessionStoreShape, item: ImportItem) =>
     )
     yield* flush
   })
+
+/**
+ * Undo the session of `item` an interrupted import began (`begun` events in appends begun): its
+ * log is read for its revision, and discarded when it holds no more than those events (nothing
+ * another writer appended); otherwise, or when that fails, it stays and a warning says so.
+ */
+const undoSession = (store: SessionStoreShape, item: ImportItem, begun: number) =>
+  Effect.gen(function*() {
+    const id = item.header.id
+    const read = yield* store.loadEach(id, { onEvents: () => Effect.void })
+    if (read.count > begun) {
+      return yield* Effect.logWarning(`import interrupted: session "${id}" holds events this import did not write; it was kept`)
+    }
+    yield* store.discard(id, { revision: read.revision })
+  }).pipe(
+    Effect.catchAll((e) =>
+      Effect.logWarning(`import interrupted: the partial session "${item.header.id}" of ${item.file} could not be removed`, e)
+    )
+  )
 
 /** What opening the store at `spec` would create: nothing when its location exists already. */
 const freshPaths = (spec: StoreSpec) =>
@@ -153,14 +177,14 @@ export const importItems = <E>(
       { discard: true }
     )
     // an interrupt (SIGINT) is no failure, so `Effect.either` below never sees it: a store this
-    // run created is removed on it too; an existing store has no way to drop a session, so say
-    // what it holds now
+    // run created is removed on it too; in an existing store the session being written was
+    // discarded (`undoSession`) and the ones finished before stay: say which
     const undoInterrupted = Effect.suspend(() =>
       fresh.length > 0
         ? Effect.ignore(removeFresh)
         : Effect.logWarning(
-          `import interrupted: imported ${imported.length === 0 ? "no file" : imported.join(", ")}` +
-            (current === "" || imported.includes(current) ? "" : `; ${current} may be stored in part`)
+          `import interrupted: ${imported.length === 0 ? "no file was imported" : `imported ${imported.join(", ")} (kept)`}` +
+            (current === "" || imported.includes(current) ? "" : `; ${current} was not imported`)
         )
     )
     const written = yield* Effect.scoped(Effect.gen(function*() {
@@ -172,7 +196,10 @@ export const importItems = <E>(
       }
       for (const item of items) {
         current = item.file
-        yield* writeItem(store, item)
+        const progress = { begun: 0 }
+        yield* writeItem(store, item, progress).pipe(
+          Effect.onInterrupt(() => Effect.suspend(() => progress.begun === 0 ? Effect.void : undoSession(store, item, progress.begun)))
+        )
         imported.push(item.file)
         yield* onImported(imported.length)
       }
