@@ -232,9 +232,9 @@ export interface SessionStoreShape {
   readonly follow: (id: string, options?: FollowOptions) => Stream.Stream<unknown, FollowError>
   /**
    * Wake-ups after commits to any session of the store by any process, where the backend has a
-   * store-wide signal (SQLite's `data_version`, PostgreSQL's notifications; docs/follow.md
-   * "Mechanisms"): one once armed, then at least one after each commit (extra ones are harmless).
-   * Absent elsewhere: a watcher of the whole store polls (`session-log list --watch`).
+   * store-wide signal (SQLite's `data_version`, PostgreSQL's notifications, the JSONL directory;
+   * docs/follow.md "Mechanisms"): one once armed, then at least one after each commit (extra ones
+   * are harmless). Absent elsewhere: a watcher of the whole store polls (`session-log list --watch`).
    */
   readonly changes?: () => Stream.Stream<void, StoreFailure>
   /** Headers of materialised sessions sorted by (createdAt, id). */

@@ -10,6 +10,7 @@ import * as Chunk from "effect/Chunk"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
+import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
@@ -101,3 +102,24 @@ for (const kind of ["jsonl-plain", "jsonl-packed"] as const) {
       }))
   })
 }
+
+describe("JSONL store changes", () => {
+  it.scopedLive("a wake-up once armed, then after another store instance writes a new session", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      yield* Effect.gen(function*() {
+        const watching = yield* SessionStore
+        assert.isDefined(watching.changes)
+        const woken = yield* Queue.unbounded<void>()
+        yield* Effect.forkScoped(Stream.runForEach(watching.changes!(), () => Queue.offer(woken, undefined)))
+        yield* Queue.take(woken)
+        yield* Effect.gen(function*() {
+          const writer = yield* SessionStore
+          yield* writer.create(headerFor("written-elsewhere"))
+          yield* writer.append("written-elsewhere", pluginEvents(0, 1), { expectedSeq: 0 })
+        }).pipe(Effect.provide(storeAt("jsonl-plain", dir)))
+        yield* Queue.take(woken)
+        assert.deepStrictEqual((yield* watching.list()).map((h) => h.id), ["written-elsewhere"])
+      }).pipe(Effect.provide(storeAt("jsonl-plain", dir)))
+    }))
+})

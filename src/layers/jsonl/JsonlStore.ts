@@ -159,7 +159,7 @@ export const make = (
       compress: options.compress === true,
       segments: yield* makeSegmentEncoders
     }
-    return makeSessionStore({
+    const store = makeSessionStore({
       name: "JsonlStore",
       registry: p.sessions.registry,
       maxEventBytes,
@@ -196,6 +196,8 @@ export const make = (
       replaceLog: (id, header, events, { revision }) => replaceLog(p, id, header, events, revision),
       discard: (id, { revision }) => discard(p, id, revision)
     })
+    // the store-wide wake-ups (list --watch): a watch of the directory holding the session files
+    return { ...store, changes: () => Watch.storeWakeups(options.root) }
   })
 
 /**

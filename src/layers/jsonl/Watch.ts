@@ -70,3 +70,47 @@ export const wakeups = (files: ReadonlyArray<string>): Stream.Stream<void, Store
       )
     })
   )
+
+/** What identifies the content of the files in `dir`: each name with its identity, size and time. */
+const directoryIdentity = (dir: string): string => {
+  try {
+    return NodeFs.readdirSync(dir).sort().map((name) => `${name}=${identityOf([NodePath.join(dir, name)])}`).join("|")
+  } catch {
+    return "-"
+  }
+}
+
+/**
+ * Wake-ups after any change to the files of the store's directory `dir` (`SessionStoreShape.changes`):
+ * a kernel watch of the directory, any name (one at once, once armed), plus a `stat` poll of its
+ * files every `STAT_POLL_MILLIS` as the safety net.
+ */
+export const storeWakeups = (dir: string): Stream.Stream<void, StoreFailure> =>
+  Stream.merge(
+    Stream.asyncScoped<void, StoreFailure>((emit) =>
+      Effect.acquireRelease(
+        Effect.try({
+          try: () => {
+            const watcher = NodeFs.watch(dir, { persistent: false }, () => void emit.single(undefined))
+              .on("error", (cause) => void emit.fail(new StoreFailure({ method: "changes", cause, detail: "the watch failed" })))
+            // armed: the watcher reads once more now
+            void emit.single(undefined)
+            return watcher
+          },
+          catch: (cause) => new StoreFailure({ method: "changes", cause, detail: "the watch could not be set up" })
+        }),
+        (watcher) => Effect.sync(() => watcher.close())
+      ), { bufferSize: 1, strategy: "sliding" }),
+    Stream.suspend(() => {
+      let last = directoryIdentity(dir)
+      return Stream.tick(`${STAT_POLL_MILLIS} millis`).pipe(
+        Stream.filter(() => {
+          const now = directoryIdentity(dir)
+          const changed = now !== last
+          last = now
+          return changed
+        }),
+        Stream.as(undefined)
+      )
+    })
+  )

@@ -2,7 +2,7 @@
  * `session-log list` (docs/cli.md): the sessions of a store, each with its header, its event
  * count and what people look for next (last activity, message count, first-message preview, the
  * parent of a fork), all derived from a streamed cold read of the stored log. `--watch` then
- * asks the store after each of its wake-ups (SQLite, PostgreSQL), else every `WATCH_MILLIS`,
+ * asks the store after each of its wake-ups (`changes`), else every `WATCH_MILLIS`,
  * where each log ends (`listEntries`, no log read), reads again the sessions that appeared or
  * whose end moved, and prints each that changed, one line each (`--json`: one JSON object per
  * line), until interrupted. Never writes.
@@ -27,7 +27,7 @@ const WATCH_MILLIS = 1_000
 
 const watch = Options.boolean("watch").pipe(
   Options.withDescription(
-    `then print each session that appears or changes (on each commit to a SQLite or PostgreSQL store, every ${WATCH_MILLIS / 1_000} s on JSONL), until interrupted (Ctrl-C)`
+    `then print each session that appears or changes (on each commit the store's watch reports), until interrupted (Ctrl-C)`
   )
 )
 
@@ -102,8 +102,8 @@ const endOf = (e: SessionEntry): string => e.last === undefined ? "-" : `${e.las
 
 /**
  * When `list --watch` asks the store again: after each of its wake-ups, coalesced, where it has a
- * store-wide signal (`SessionStoreShape.changes`: SQLite, PostgreSQL; a failed watch falls back to
- * the poll), else every `WATCH_MILLIS` (docs/follow.md "Known limits").
+ * store-wide signal (`SessionStoreShape.changes`: SQLite, PostgreSQL, JSONL; a failed watch falls
+ * back to the poll), else every `WATCH_MILLIS` (docs/follow.md "Known limits").
  */
 const nextChange = (s: SessionStoreShape) =>
   Effect.gen(function*() {
