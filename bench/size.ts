@@ -144,23 +144,36 @@ const dirBytes = (dir: string): number => {
   return total
 }
 
+/** CPU time of the process so far (every thread: the thread pool's and the GC's too), in ms. */
+const cpuMs = (): number => {
+  const { system, user } = process.cpuUsage()
+  return (user + system) / 1000
+}
+
+/** A write's wall-clock and CPU time. */
+interface WriteTime {
+  readonly ms: number
+  readonly cpuMs: number
+}
+
 /** Write the session into a fresh store of `layout` (closed afterwards) and return the time taken. */
 const writeLayout = (
   layout: Layout,
   dir: string,
   header: SessionHeader,
   batches: ReadonlyArray<ReadonlyArray<PreparedEvent>>
-): Promise<number> =>
+): Promise<WriteTime> =>
   Effect.gen(function*() {
     const store = yield* SessionStore
     const t = performance.now()
+    const c = cpuMs()
     yield* store.create(header)
     let next = 0
     for (const batch of batches) {
       yield* store.append(header.id, batch, { expectedSeq: next })
       next += batch.length
     }
-    return performance.now() - t
+    return { ms: performance.now() - t, cpuMs: cpuMs() - c }
   }).pipe(
     Effect.provide(layout.layer(dir)),
     layout.codec === undefined ? (e) => e : Effect.provideService(WriterCodec, layout.codec),
@@ -171,8 +184,9 @@ const writeLayout = (
  * The raw durable write: each batch's plain JSONL text (its events' lines) appended to one file
  * and fsynced, as a store's append must at least do; returns the time taken.
  */
-const rawWrite = (file: string, header: SessionHeader, batches: ReadonlyArray<ReadonlyArray<PreparedEvent>>): number => {
+const rawWrite = (file: string, header: SessionHeader, batches: ReadonlyArray<ReadonlyArray<PreparedEvent>>): WriteTime => {
   const t = performance.now()
+  const c = cpuMs()
   const fd = fs.openSync(file, "wx")
   try {
     fs.writeSync(fd, JSON.stringify({ type: "session", ...header }) + "\n")
@@ -186,7 +200,7 @@ const rawWrite = (file: string, header: SessionHeader, batches: ReadonlyArray<Re
   } finally {
     fs.closeSync(fd)
   }
-  return performance.now() - t
+  return { ms: performance.now() - t, cpuMs: cpuMs() - c }
 }
 
 /** Resume the session from `dir` (open: read, validate, repair, fold; then derive the messages). */
@@ -231,8 +245,8 @@ const main = async () => {
     // writes: RUNS rounds alternating the order, each layout into a fresh directory (the last
     // round's is kept for the bytes and the resume), the raw durable write first in each round
     const dirs = new Map<Layout, string>()
-    const writes = new Map<Layout, Array<number>>(LAYOUTS.map((l) => [l, []]))
-    const rawWrites: Array<number> = []
+    const writes = new Map<Layout, Array<WriteTime>>(LAYOUTS.map((l) => [l, []]))
+    const rawWrites: Array<WriteTime> = []
     {
       let built: { readonly header: SessionHeader; readonly events: ReadonlyArray<Event> } | undefined =
         await Effect.runPromise(buildSession)
@@ -258,8 +272,14 @@ const main = async () => {
       console.log(`written in ${fmt(batches.length)} checkpoint batches (mean ${fmt(prepared.length / batches.length, 1)} events)`)
       built = undefined
     }
-    const rows = LAYOUTS.map((layout) => ({ layout, bytes: dirBytes(dirs.get(layout)!), writeMs: median(writes.get(layout)!) }))
-    const rawWriteMs = median(rawWrites)
+    const rows = LAYOUTS.map((layout) => ({
+      layout,
+      bytes: dirBytes(dirs.get(layout)!),
+      writeMs: median(writes.get(layout)!.map((w) => w.ms)),
+      writeCpuMs: median(writes.get(layout)!.map((w) => w.cpuMs))
+    }))
+    const rawWriteMs = median(rawWrites.map((w) => w.ms))
+    const rawWriteCpuMs = median(rawWrites.map((w) => w.cpuMs))
     const packedRow = rows.find((r) => r.layout.name.startsWith("JSONL packed"))
 
     const plainDir = dirs.get(LAYOUTS[0])!
@@ -292,23 +312,25 @@ const main = async () => {
     console.log("")
     console.log(
       `${"layout".padEnd(w)}  ${"bytes".padStart(12)}  ${"vs plain".padStart(8)}  ${"write ms".padStart(9)}  ` +
-        `${"vs raw".padStart(7)}  ${"vs packed".padStart(9)}  ${"resume ms".padStart(9)}  ${"vs raw".padStart(7)}`
+        `${"vs raw".padStart(7)}  ${"vs packed".padStart(9)}  ${"cpu ms".padStart(7)}  ${"vs packed".padStart(9)}  ` +
+        `${"resume ms".padStart(9)}  ${"vs raw".padStart(7)}`
     )
-    for (const { bytes, layout, writeMs } of rows) {
+    for (const { bytes, layout, writeCpuMs, writeMs } of rows) {
       const ms = median(resumes.get(layout)!)
       console.log(
         `${layout.name.padEnd(w)}  ${fmt(bytes).padStart(12)}  ${`${fmt(bytes / plainBytes, 3)}x`.padStart(8)}  ` +
           `${fmt(writeMs, 0).padStart(9)}  ${ratio(writeMs, rawWriteMs).padStart(7)}  ` +
-          `${ratio(writeMs, packedRow?.writeMs).padStart(9)}  ${fmt(ms, 1).padStart(9)}  ${`${fmt(ms / rawMs, 2)}x`.padStart(7)}`
+          `${ratio(writeMs, packedRow?.writeMs).padStart(9)}  ${fmt(writeCpuMs, 0).padStart(7)}  ` +
+          `${ratio(writeCpuMs, packedRow?.writeCpuMs).padStart(9)}  ${fmt(ms, 1).padStart(9)}  ${`${fmt(ms / rawMs, 2)}x`.padStart(7)}`
       )
     }
     console.log(
       `${"raw write + fsync (plain)".padEnd(w)}  ${"".padStart(12)}  ${"".padStart(8)}  ${fmt(rawWriteMs, 0).padStart(9)}  ` +
-        `${"1.00x".padStart(7)}`
+        `${"1.00x".padStart(7)}  ${"".padStart(9)}  ${fmt(rawWriteCpuMs, 0).padStart(7)}`
     )
     console.log(
       `${"raw read + JSON.parse (plain)".padEnd(w)}  ${"".padStart(12)}  ${"".padStart(8)}  ${"".padStart(9)}  ` +
-        `${"".padStart(7)}  ${"".padStart(9)}  ${fmt(rawMs, 1).padStart(9)}  ${"1.00x".padStart(7)}`
+        `${"".padStart(7)}  ${"".padStart(9)}  ${"".padStart(7)}  ${"".padStart(9)}  ${fmt(rawMs, 1).padStart(9)}  ${"1.00x".padStart(7)}`
     )
     console.log("")
     console.log(
@@ -317,7 +339,8 @@ const main = async () => {
     )
     console.log(
       `write: create + the checkpoint batches' appends, median of ${RUNS} runs; vs raw = time / raw write + fsync of each ` +
-        `batch's plain text onto one file; vs packed = time / the packed layout's (target: compressed <= 1/0.85 = 1.18x)`
+        `batch's plain text onto one file; vs packed = time / the packed layout's (target: compressed <= 1/0.85 = 1.18x); ` +
+        `cpu = the process's CPU time meanwhile (every thread: brotli's thread pool included), which load on the machine disturbs less`
     )
     console.log(
       `resume: SessionLive.open + messages of ${fmt(resumedEvents)} events (read, validate, repair scan, fold, derive; ` +
