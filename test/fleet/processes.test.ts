@@ -9,7 +9,7 @@
  * attempts in the log) and its client's stream goes on across the failover; every session of the
  * killed runner answers its next prompt. With no runner alive, `fleet prompt` fails after
  * `--timeout` with `FleetUnavailable`. A runner paused with SIGSTOP then resumed, and a runner added while
- * prompts flow: every prompt answered once, every log verifies. Sessions are read through
+ * prompts flow: every prompt answered once, every event stored before is kept, every log verifies. Sessions are read through
  * `session-log` while the fleet runs.
  */
 import { assert, it } from "@effect/vitest"
@@ -19,7 +19,7 @@ import { afterAll, beforeAll } from "vitest"
 import { buildBundle, removeBundle } from "../cli/helpers.js"
 import { describePg } from "../postgres/helpers.js"
 import { cli, eventsOf, freshDatabase, type Plan, prompt, type Runner, runClient, startRunner, stopRunner } from "./helpers.js"
-import { completedPrompts, storedTurns, verifyStored } from "./verify.js"
+import { completedPrompts, keptEvents, storedEvents, storedTurns, verifyStored } from "./verify.js"
 
 const RUNNERS = 3
 const SESSIONS = 50
@@ -177,6 +177,7 @@ describePg("fleet (issue 34): real processes", () => {
       const warm = yield* round(1, "warm")
       const count = (r: Runner) => sessions.filter((s) => only(warm, `${s}/${s}-1`)[0].runner === r.address).length
       const paused = [...runners].sort((a, b) => count(b) - count(a))[0]
+      const before = yield* Effect.forEach(sessions, (s) => storedEvents(url, s))
       paused.child.kill("SIGSTOP")
       const during = yield* round(2, "while paused")
       paused.child.kill("SIGCONT")
@@ -186,6 +187,8 @@ describePg("fleet (issue 34): real processes", () => {
         only(after, `${s}/${s}-3`)
         assert.deepStrictEqual(yield* completedPrompts(url, s), [`${s}-1`, `${s}-2`, `${s}-3`])
       }
+      // every event stored before the pause is kept
+      yield* Effect.forEach(sessions, (s, i) => keptEvents(url, s, before[i]))
     }), { timeout: 180_000 })
 
   it.live("a runner added while prompts flow takes shards over; every prompt is answered once", () =>
@@ -197,6 +200,8 @@ describePg("fleet (issue 34): real processes", () => {
         prompts: Array.from({ length: rounds }, (_, n) => ({ promptId: `${s}-${n + 1}`, text: `sleep 300 round ${n + 1}` }))
       }))
       const flowing = yield* Effect.fork(clients(plan))
+      // what is stored when the runner is added: kept whatever moves
+      const before = yield* Effect.forEach(sessions, (s) => storedEvents(url, s))
       const added = yield* Effect.promise(() => startRunner(bundle, url, LOCK_MS))
       runners.push(added)
       yield* Effect.promise(() => added.ready)
@@ -207,6 +212,7 @@ describePg("fleet (issue 34): real processes", () => {
         only(late, `${s}/${s}-late`)
         assert.deepStrictEqual(yield* completedPrompts(url, s), [...Array.from({ length: rounds }, (_, n) => `${s}-${n + 1}`), `${s}-late`])
       }
+      yield* Effect.forEach(sessions, (s, i) => keptEvents(url, s, before[i]))
       // the new runner serves some of the sessions once the shards moved
       assert.ok(sessions.some((s) => only(late, `${s}/${s}-late`)[0].runner === added.address))
     }), { timeout: 180_000 })

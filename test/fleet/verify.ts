@@ -40,3 +40,19 @@ export const verifyStored = (url: string, id: string, expected: ReadonlyArray<re
 /** The prompt ids of the completed turns, in order (`<promptId>#<n>` counted as `<promptId>`). */
 export const completedPrompts = (url: string, id: string) =>
   Effect.map(storedTurns(url, id), (turns) => turns.filter(([, end]) => end === "completed").map(([p]) => p.replace(/#\d+$/, "")))
+
+/** A session's stored events (read-only, in this process); none before the session exists. */
+export const storedEvents = (url: string, id: string) =>
+  Effect.gen(function*() {
+    const store = yield* SessionStore
+    return (yield* store.load(id)).events as ReadonlyArray<unknown>
+  }).pipe(
+    Effect.catchTag("SessionNotFound", () => Effect.succeed([] as ReadonlyArray<unknown>)),
+    Effect.scoped,
+    Effect.provide(PostgresStore.layer({ url, readOnly: true })),
+    Effect.orDie
+  )
+
+/** Every event in `before` is still stored, unchanged, at its seq. */
+export const keptEvents = (url: string, id: string, before: ReadonlyArray<unknown>) =>
+  Effect.map(storedEvents(url, id), (after) => assert.deepStrictEqual(after.slice(0, before.length), before, `${id}: an event stored before was lost or changed`))
