@@ -144,6 +144,9 @@ describePg("fleet (issue 34): real processes", () => {
       const human = yield* Effect.promise(() => cli(bundle, ["fleet", "prompt", "--store", url, "--prompt-id", "k-3", s, "after"]))
       assert.deepStrictEqual([human.code, human.stdout], [0, "You said: after\n"], human.stderr)
       yield* verifyStored(url, s, [["k-1", "completed"], ["k-2", "interrupted"], ["k-2#2", "completed"], ["k-3", "completed"]])
+      // a new prompt without --json: its text as it streams, then a newline
+      const fresh = yield* Effect.promise(() => cli(bundle, ["fleet", "prompt", "--store", url, "--prompt-id", "k-4", s, "fresh"]))
+      assert.deepStrictEqual([fresh.code, fresh.stdout], [0, "You said: fresh\n"], fresh.stderr)
       // every session of the first test, the killed runner's among them, answers its next prompt
       // from a live runner, and its log verifies
       const fifty = Array.from({ length: SESSIONS }, (_, i) => `s-${i}`)
