@@ -10,7 +10,7 @@
  * @since 0.1.0
  */
 import * as FileSystem from "@effect/platform/FileSystem"
-import type * as Path from "@effect/platform/Path"
+import * as Path from "@effect/platform/Path"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -148,6 +148,7 @@ export const make = (
     if (maxLineBytes < maxEventBytes) {
       return yield* Effect.dieMessage(`JsonlStore: maxLineBytes (${maxLineBytes}) must be >= maxEventBytes (${maxEventBytes})`)
     }
+    const path = yield* Path.Path
     const p: Pieces = {
       fs: yield* FileSystem.FileSystem,
       sync: yield* SyncFileSystem,
@@ -194,7 +195,7 @@ export const make = (
       followReader: followReader(p),
       truncateTornTail: (id, tornTail, { revision }) => truncateTornTail(p, id, tornTail, revision),
       replaceLog: (id, header, events, { revision }) => replaceLog(p, id, header, events, revision),
-      discard: (id, { revision }) => discard(p, id, revision)
+      discard: (id, { revision }) => discard(p, path, id, revision)
     })
     // the store-wide wake-ups (list --watch): a watch of the directory holding the session files
     return { ...store, changes: () => Watch.storeWakeups(options.root) }
@@ -245,8 +246,11 @@ const truncateTornTail = (p: Pieces, id: string, tornTail: TornTail, revision: s
       }))
   })
 
-/** Under the locks, if unchanged since `load` (L8): the session's file removed, no backup kept. */
-const discard = (p: Pieces, id: string, revision: string) =>
+/**
+ * Under the locks, if unchanged since `load` (L8): the session's file removed (its directory
+ * fsynced, so the removal is durable), no backup kept.
+ */
+const discard = (p: Pieces, path: Path.Path, id: string, revision: string) =>
   underLock(p, id, "discard", (_lock, file) =>
     Effect.gen(function*() {
       const current = yield* rescan(p, id, file, "discard")
@@ -254,6 +258,7 @@ const discard = (p: Pieces, id: string, revision: string) =>
       p.sessions.forget(id)
       p.segments.drop(id)
       yield* p.fs.remove(file).pipe(mapFs("discard"))
+      yield* JsonlFiles.fsyncDirectory(p.fs, path.dirname(file)).pipe(mapFs("discard"))
     }))
 
 /**
