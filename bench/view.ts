@@ -1,24 +1,31 @@
 /**
- * Viewer benchmark (`npm run bench:view`, docs/viewer.md "Scale"): the time the viewer's API takes
- * to open a session of 100,000 and 1,000,000 events (BENCH_VIEW_EVENTS overrides, comma list) on
- * the JSONL store, served in process on 127.0.0.1 as `session-log view` serves it: the sessions
- * list, the first and the last page of the timeline, time travel at the middle seq; with the
- * server's peak resident memory after each (the page answers must not grow it with the log).
+ * Viewer benchmark (`npm run bench:view`, docs/viewer.md "Scale", bench/README.md "Viewer"): the
+ * viewer's API over a session of 100,000 and 1,000,000 events (BENCH_VIEW_EVENTS overrides, comma
+ * list) on the JSONL and the SQLite store (BENCH_VIEW_STORES: jsonl,sqlite), served in process on
+ * 127.0.0.1 as `session-log view` serves it (the SQLite store opened read-only, as the command
+ * does). Measured: opening (the sessions list, which indexes the session, then its first page), a
+ * page turn (the next page), a page at the middle (read up to it), the last page (the index's
+ * tail), time travel at the middle seq, provenance of the last event; with the resident memory
+ * after each and the peak (VmHWM).
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as HttpServer from "@effect/platform/HttpServer"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
 import * as fs from "node:fs"
+import { createServer } from "node:http"
 import * as os from "node:os"
 import * as path from "node:path"
 import { performance } from "node:perf_hooks"
+import * as readline from "node:readline"
 import { make as makeJsonlStore } from "../src/layers/jsonl/JsonlStore.js"
-import { writeSession } from "../test/helpers/bigSession.js"
-import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import * as HttpServer from "@effect/platform/HttpServer"
-import * as Layer from "effect/Layer"
-import { createServer } from "node:http"
+import { make as makeSqliteStore } from "../src/layers/sql/sqlite/SqliteStore.js"
 import { makeApp } from "../src/programs/view/Server.js"
+import type { Event } from "../src/schema/Events.js"
 import { SessionStore, type SessionStoreShape } from "../src/services/SessionStore.js"
+import { writeSession } from "../test/helpers/bigSession.js"
 
 const TOKEN = "bench-token"
 
@@ -35,11 +42,12 @@ const serve = (store: SessionStoreShape) =>
   })
 
 const SIZES = (process.env.BENCH_VIEW_EVENTS ?? "100000,1000000").split(",").map(Number)
+const STORES = (process.env.BENCH_VIEW_STORES ?? "jsonl,sqlite").split(",")
 
-const peakRssMb = (): number => {
+const memory = (): { rss: number; peak: number } => {
   const status = fs.readFileSync("/proc/self/status", "utf8")
-  const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0)
-  return Math.round(kb / 1024)
+  const mb = (key: string) => Math.round(Number(new RegExp(`${key}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) / 1024)
+  return { rss: mb("VmRSS"), peak: mb("VmHWM") }
 }
 
 const timed = (base: string, what: string, p: string) =>
@@ -48,24 +56,87 @@ const timed = (base: string, what: string, p: string) =>
     const res = await fetch(`${base}${p}`, { headers: { "x-session-log-token": TOKEN } })
     const body = await res.text()
     const ms = performance.now() - t0
-    console.log(`  ${what.padEnd(28)} ${ms.toFixed(0).padStart(6)} ms  ${(body.length / 1024).toFixed(0).padStart(7)} KiB  peak RSS ${peakRssMb()} MB`)
+    if (res.status !== 200) throw new Error(`${p}: ${res.status} ${body.slice(0, 200)}`)
+    const { rss, peak } = memory()
+    console.log(
+      `  ${what.padEnd(30)} ${ms.toFixed(0).padStart(6)} ms  ${(body.length / 1024).toFixed(0).padStart(7)} KiB` +
+        `  RSS ${rss} MB (peak ${peak} MB)`
+    )
+    return ms
   })
 
+/** Copy a JSONL session into a SQLite store through the store's own append, 2,000 events a batch. */
+const toSqlite = (jsonl: string, filename: string) =>
+  Effect.scoped(Effect.gen(function*() {
+    const store = yield* makeSqliteStore({ filename })
+    const lines = readline.createInterface({ input: fs.createReadStream(jsonl), crlfDelay: Infinity })
+    const iterator = lines[Symbol.asyncIterator]()
+    const first = yield* Effect.promise(() => iterator.next())
+    const header = yield* store.create(JSON.parse(first.value as string))
+    let batch: Array<Event> = []
+    let next = 0
+    const flush = Effect.suspend(() => {
+      const events = batch
+      batch = []
+      const expectedSeq = next
+      next += events.length
+      return store.append(header.id, events, { expectedSeq })
+    })
+    while (true) {
+      const r = yield* Effect.promise(() => iterator.next())
+      if (r.done === true) break
+      batch.push(JSON.parse(r.value as string) as Event)
+      if (batch.length === 2_000) yield* flush
+    }
+    if (batch.length > 0) yield* flush
+  }))
+
 const program = Effect.gen(function*() {
-  console.log(`viewer open times on ${os.cpus().length} cores, Node ${process.version}, load ${os.loadavg()[0].toFixed(1)}`)
+  console.log(
+    `viewer API on ${os.cpus().length} cores, Node ${process.version}, load ${os.loadavg()[0].toFixed(1)}, ${new Date().toISOString()}`
+  )
   for (const n of SIZES) {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "bench-view-"))
-    const count = writeSession(path.join(dir, "big.jsonl"), "big", n)
-    const bytes = fs.statSync(path.join(dir, "big.jsonl")).size
-    console.log(`${count} events (${(bytes / 2 ** 20).toFixed(0)} MiB of JSONL):`)
-    yield* Effect.scoped(Effect.gen(function*() {
-      const store = yield* makeJsonlStore({ root: dir })
-      const base = yield* serve(store)
-      yield* timed(base, "sessions list", "/api/sessions")
-      yield* timed(base, "first page (200 events)", "/api/sessions/big/events?offset=0&limit=200")
-      yield* timed(base, "last page (200 events)", `/api/sessions/big/events?offset=${count - 200}&limit=200`)
-      yield* timed(base, `time travel at ${Math.floor(count / 2)}`, `/api/sessions/big/at/${Math.floor(count / 2)}`)
-    }))
+    const jsonlDir = path.join(dir, "jsonl")
+    fs.mkdirSync(jsonlDir)
+    const file = path.join(jsonlDir, "big.jsonl")
+    const count = writeSession(file, "big", n)
+    for (const kind of STORES) {
+      let label = `${count} events, JSONL (${(fs.statSync(file).size / 2 ** 20).toFixed(0)} MiB)`
+      let open: Effect.Effect<SessionStoreShape, unknown, Scope.Scope>
+      if (kind === "sqlite") {
+        const db = path.join(dir, "big.db")
+        const t0 = performance.now()
+        yield* toSqlite(file, db)
+        label = `${count} events, SQLite (${(fs.statSync(db).size / 2 ** 20).toFixed(0)} MiB; written in ${
+          ((performance.now() - t0) / 1000).toFixed(0)
+        } s)`
+        open = makeSqliteStore({ filename: db, readOnly: true })
+      } else {
+        open = Effect.provide(makeJsonlStore({ root: jsonlDir }), NodeContext.layer)
+      }
+      console.log(`${label}:`)
+      // the peak from here on (Linux: 5 resets VmHWM to the current RSS)
+      try {
+        fs.writeFileSync("/proc/self/clear_refs", "5")
+      } catch {
+        console.log("  (peak RSS not reset: it includes what came before)")
+      }
+      yield* Effect.scoped(Effect.gen(function*() {
+        const store = yield* open
+        const base = yield* serve(store)
+        const list = yield* timed(base, "sessions list (indexes it)", "/api/sessions")
+        const first = yield* timed(base, "first page", "/api/sessions/big/events?offset=0&limit=200")
+        console.log(`  ${"open (list + first page)".padEnd(30)} ${(list + first).toFixed(0).padStart(6)} ms`)
+        yield* timed(base, "page turn (next page)", "/api/sessions/big/events?offset=200&limit=200")
+        const middle = Math.floor(count / 400) * 200
+        yield* timed(base, `page at the middle (${middle})`, `/api/sessions/big/events?offset=${middle}&limit=200`)
+        const last = Math.floor((count - 1) / 200) * 200
+        yield* timed(base, "last page", `/api/sessions/big/events?offset=${last}&limit=200`)
+        yield* timed(base, `provenance of ${count - 1}`, `/api/sessions/big/provenance/${count - 1}`)
+        yield* timed(base, `time travel at ${Math.floor(count / 2)}`, `/api/sessions/big/at/${Math.floor(count / 2)}`)
+      }))
+    }
     fs.rmSync(dir, { recursive: true, force: true })
   }
 }).pipe(Effect.provide(NodeContext.layer))

@@ -2,9 +2,9 @@
  * The viewer's index (docs/viewer.md "Scale"), in process over real stores: paging over random
  * valid logs (a page is exactly the events of its range, every event on exactly one page, a tool
  * call and its result paired whatever the pages), provenance from the index equal to the fold of
- * the whole log, the index extended from the store's follow as a writer appends (the live count,
- * a pairing across the append), a record appended that fails validation, and the kept indexes
- * bounded.
+ * the whole log, the index extended from the store's follow while the session is watched live
+ * as a writer appends (the live count, a pairing across the append), a record appended that fails
+ * validation, and the kept indexes bounded.
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as FileSystem from "@effect/platform/FileSystem"
@@ -103,15 +103,18 @@ describe("the viewer's index", () => {
       const before = yield* data.timelinePage("live", 0, 20)
       assert.strictEqual(before.total, 20)
       assert.strictEqual(before.rows.find((r) => r.seq === 19)?.pairedSeq, null)
+      const subscribed = yield* Deferred.make<void>()
       const counts = yield* data.live("live").pipe(
+        Stream.tap(() => Deferred.succeed(subscribed, undefined)),
         Stream.takeUntil((n) => n === events.length),
         Stream.runCollect,
         Effect.fork
       )
+      yield* Deferred.await(subscribed)
       yield* store.append("live", events.slice(20, 60), { expectedSeq: 20 })
       yield* store.append("live", events.slice(60), { expectedSeq: 60 })
       const seen = Chunk.toReadonlyArray(yield* Fiber.join(counts))
-      assert.strictEqual(seen[0] >= 20, true)
+      assert.strictEqual(seen[0], 20)
       assert.strictEqual(seen.at(-1), events.length)
       const after = yield* data.timelinePage("live", 0, 20)
       assert.strictEqual(after.total, events.length)
@@ -129,6 +132,10 @@ describe("the viewer's index", () => {
       const store = yield* makeJsonlStore({ root: dir })
       yield* seed(store, { header: header("grows"), events: events.slice(0, 10) })
       const data = yield* makeViewData(store)
+      // a session is followed while the viewer watches it live
+      const subscribed = yield* Deferred.make<void>()
+      yield* data.live("grows").pipe(Stream.tap(() => Deferred.succeed(subscribed, undefined)), Stream.runDrain, Effect.fork)
+      yield* Deferred.await(subscribed)
       // H5: a user message whose content is no array, appended behind the store's back
       const bad = { type: "user/message", seq: 10, time: 5, data: { id: "x", role: "user", content: "no array", source: { kind: "user" } }, surfaceOp: "append" }
       appendFileSync(`${dir}/grows.jsonl`, JSON.stringify(bad) + "\n" + JSON.stringify({ ...events[11], seq: 11 }) + "\n")

@@ -65,13 +65,22 @@ export interface TimelinePage {
 export const MAX_PAGE = 2_000
 
 /**
- * How many sessions' indexes a server keeps (each with its follower); the least recently used is
- * dropped first and rebuilt when asked again.
+ * How many sessions' indexes a server keeps; the least recently used is dropped first and rebuilt
+ * when asked again.
  *
  * @since 0.2.0
  * @category constants
  */
 export const MAX_INDEXES = 64
+
+/**
+ * How many sessions open in the viewer a server follows (each follower costs a store watcher:
+ * SQLite's polls); the least recently used is dropped first.
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const MAX_FOLLOWED = 8
 
 /**
  * Options of the viewer's reads.
@@ -82,6 +91,8 @@ export const MAX_INDEXES = 64
 export interface ViewDataOptions {
   /** How many sessions' indexes to keep (default `MAX_INDEXES`). */
   readonly maxIndexes?: number
+  /** How many sessions open in the viewer are followed (default `MAX_FOLLOWED`). */
+  readonly maxFollowed?: number
   /** How many of a session's last events its index keeps (default `ViewIndex.TAIL`; 0: none). */
   readonly tail?: number
 }
@@ -122,6 +133,8 @@ interface Entry {
   readonly index: SessionIndex
   readonly changes: PubSub.PubSub<number>
   follower: Fiber.RuntimeFiber<void> | undefined
+  /** The live streams of the session now open: it is followed while there is one. */
+  watchers: number
 }
 
 /** A tool row's pairing from the index (across pages), other rows as they are. */
@@ -138,6 +151,7 @@ export const makeViewData = (store: SessionStoreShape, options: ViewDataOptions 
   Effect.gen(function*() {
     const scope = yield* Effect.scope
     const maxIndexes = Math.max(1, options.maxIndexes ?? MAX_INDEXES)
+    const maxFollowed = Math.max(1, options.maxFollowed ?? MAX_FOLLOWED)
     const building = yield* Effect.makeSemaphore(1)
     // in use order: the least recently used first
     const entries = new Map<string, Entry>()
@@ -173,29 +187,59 @@ export const makeViewData = (store: SessionStoreShape, options: ViewDataOptions 
     const build = (id: string, header: SessionHeader | undefined) =>
       Effect.gen(function*() {
         const cached = entries.get(id)
-        if (cached !== undefined) return cached.index
+        if (cached !== undefined) return cached
         const index = yield* buildIndex(store, id, header, options.tail)
         // an unknown session is not kept (it may be created later)
-        if (index.problem?.tag === "SessionNotFound") return index
-        const entry: Entry = { index, changes: yield* PubSub.sliding<number>(16), follower: undefined }
+        if (index.problem?.tag === "SessionNotFound") return undefined
+        const entry: Entry = { index, changes: yield* PubSub.sliding<number>(16), follower: undefined, watchers: 0 }
         entries.set(id, entry)
-        if (index.problem === null) entry.follower = yield* Effect.forkIn(follow(id, entry), scope)
         while (entries.size > maxIndexes) {
           const [oldId, oldest] = entries.entries().next().value as [string, Entry]
           yield* drop(oldId, oldest)
         }
-        return index
+        return entry
       })
 
-    const indexOf = (id: string, header?: SessionHeader): Effect.Effect<SessionIndex> =>
-      Effect.suspend(() => {
-        const cached = entries.get(id)
-        if (cached === undefined) return building.withPermits(1)(build(id, header))
-        // used now: last in the order
-        entries.delete(id)
-        entries.set(id, cached)
-        return Effect.succeed(cached.index)
+    /** Follow a watched session (at most `maxFollowed`: the least recently used is dropped). */
+    const startFollowing = (id: string, entry: Entry) =>
+      Effect.gen(function*() {
+        if (entry.follower !== undefined || entry.index.problem !== null || entries.get(id) !== entry) return
+        // interruptible: started from an acquire (uninterruptible), stopped when nobody watches
+        entry.follower = yield* Effect.forkIn(Effect.interruptible(follow(id, entry)), scope)
+        const followed = [...entries].filter(([, e]) => e.follower !== undefined)
+        for (const [oldId, old] of followed.slice(0, Math.max(0, followed.length - maxFollowed))) yield* drop(oldId, old)
       })
+
+    /** Stop following a session nobody watches (its index stays, as of its last event). */
+    const stopFollowing = (entry: Entry) =>
+      Effect.suspend(() => {
+        const fiber = entry.follower
+        entry.follower = undefined
+        return fiber === undefined ? Effect.void : Fiber.interrupt(fiber)
+      })
+
+    /**
+     * The entry of `id`, built if needed and last in the use order. The list (`open: false`)
+     * reads a session nobody follows again (it may have grown); a session open in the viewer is
+     * served from its index.
+     */
+    const entryOf = (id: string, options: { readonly header?: SessionHeader; readonly open: boolean }) =>
+      Effect.gen(function*() {
+        const cached = entries.get(id)
+        if (cached !== undefined && (options.open || cached.follower !== undefined)) {
+          entries.delete(id)
+          entries.set(id, cached)
+          return cached
+        }
+        if (cached !== undefined) yield* drop(id, cached)
+        return yield* building.withPermits(1)(build(id, options.header))
+      })
+
+    const indexOf = (id: string): Effect.Effect<SessionIndex> =>
+      Effect.flatMap(
+        entryOf(id, { open: true }),
+        (entry) => entry !== undefined ? Effect.succeed(entry.index) : buildIndex(store, id, undefined, 0)
+      )
 
     /** The events `[from, to)` of an index: from its tail, or read up to `to`. */
     const eventsOf = (index: SessionIndex, from: number, to: number) =>
@@ -208,16 +252,20 @@ export const makeViewData = (store: SessionStoreShape, options: ViewDataOptions 
       Effect.gen(function*() {
         const headers = yield* store.list()
         return yield* Effect.forEach(headers, (h) =>
-          Effect.map(indexOf(h.id, h), (index): SessionSummary => ({
-            id: h.id,
-            createdAt: h.createdAt,
-            parentSession: h.parentSession ?? null,
-            events: index.count,
-            lastActivity: Math.max(h.createdAt, index.lastActivity),
-            preview: index.preview,
-            problem: index.problem,
-            tornTail: index.tornTail
-          })))
+          Effect.gen(function*() {
+            const entry = yield* entryOf(h.id, { header: h, open: false })
+            const index = entry?.index ?? (yield* buildIndex(store, h.id, h, 0))
+            return {
+              id: h.id,
+              createdAt: h.createdAt,
+              parentSession: h.parentSession ?? null,
+              events: index.count,
+              lastActivity: Math.max(h.createdAt, index.lastActivity),
+              preview: index.preview,
+              problem: index.problem,
+              tornTail: index.tornTail
+            } satisfies SessionSummary
+          }))
       }).pipe(Effect.withSpan("ViewData.listSessions"))
 
     const timelinePage = (id: string, offset: number, limit: number) =>
@@ -270,12 +318,22 @@ export const makeViewData = (store: SessionStoreShape, options: ViewDataOptions 
 
     const live = (id: string): Stream.Stream<number> =>
       Stream.unwrapScoped(Effect.gen(function*() {
-        const index = yield* indexOf(id)
-        const entry = entries.get(id)
-        if (entry === undefined || entry.index !== index) return Stream.make(index.count)
+        const entry = yield* entryOf(id, { open: true })
+        if (entry === undefined) return Stream.make((yield* indexOf(id)).count)
         const changes = yield* PubSub.subscribe(entry.changes)
-        // subscribed before the count is read: no growth falls between the two
-        return Stream.concat(Stream.make(index.count), Stream.fromQueue(changes))
+        // followed while watched: the follower starts after the subscription, from the index's count
+        yield* Effect.acquireRelease(
+          Effect.suspend(() => {
+            entry.watchers++
+            return startFollowing(id, entry)
+          }),
+          () =>
+            Effect.suspend(() => {
+              entry.watchers--
+              return entry.watchers === 0 ? stopFollowing(entry) : Effect.void
+            })
+        )
+        return Stream.concat(Stream.make(entry.index.count), Stream.fromQueue(changes))
       }))
 
     yield* Scope.addFinalizer(
