@@ -113,6 +113,18 @@ const write = (stream: NodeJS.WriteStream, text: string) =>
   })
 
 /**
+ * Wait until stdout has handed every queued write to the system: a full pipe queues them, and the
+ * process may exit at once after the command (a failure ends it through runMain), which would
+ * drop the updates printed last.
+ */
+const drained = Effect.async<void>((resume) => {
+  if (process.stdout.writableLength === 0) return resume(Effect.void)
+  const done = () => resume(Effect.void)
+  process.stdout.once("drain", done)
+  return Effect.sync(() => void process.stdout.off("drain", done))
+})
+
+/**
  * How `fleet prompt` prints a streamed prompt for people: the text deltas on stdout as they come,
  * an attempt a runner's death cut and the tool calls on stderr, and the answer's text when nothing
  * of it streamed (a prompt answered before).
@@ -171,7 +183,7 @@ const promptOnce = (o: {
         promptId: Option.getOrUndefined(o.promptId),
         timeoutMs,
         onUpdate: o.json ? (u) => write(process.stdout, `${encodeJson(u as unknown as Json)}\n`) : humanPrinter()
-      })
+      }).pipe(Effect.ensuring(drained))
     }),
     () => Effect.void
   )
