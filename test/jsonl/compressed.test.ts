@@ -403,6 +403,40 @@ describe("JsonlStore: the compressed layout", () => {
       assert.strictEqual(l2.loaded._tag === "Left" && rule(l2.loaded.left), "L2")
     }).pipe(provide))
 
+  it.scoped("C.3 C.4 a deflate segment of many small frames past twice the history reads back exactly (frames refer back into it)", () =>
+    Effect.gen(function*() {
+      const f = yield* fixture({ compress: true })
+      yield* f.store.create(header("many"))
+      // ~1.6 KiB messages whose words recur from earlier frames: 60 of them are over 64 KiB of text
+      const words = Array.from({ length: 400 }, (_, i) => `w${(i * 7919) % 1000}`)
+      const events = [turnStart(0), ...Array.from({ length: 60 }, (_, i) => userMessage(1 + i, words.slice(i % 13 * 7, i % 13 * 7 + 300).join(" ")))]
+      for (const [i, e] of events.entries()) yield* f.store.append("many", [e], { expectedSeq: i })
+      const frames = framesOf(yield* f.fs.readFile(`${f.root}/many.jsonlz`))
+      assert.strictEqual(frames.length, events.length + 1)
+      assert.deepStrictEqual(frames.map((fr) => fr.flags), frames.map((_, i) => i === 0 ? D0 : DEFLATE))
+      assert.isAbove(frames.reduce((n, fr) => n + fr.textBytes, 0), 2 * HISTORY_BYTES)
+      assert.deepStrictEqual(lines((yield* (yield* f.another()).load("many")).events), lines(events))
+      // a writer may use all 32 KiB of history: frames deflated over it, each repeating the unique
+      // text of the frame 8 back (about 26 KiB), read back exactly
+      let seed = 1
+      const unique = Array.from({ length: 40 }, () =>
+        Array.from({ length: 1_600 }, () => ((seed = (seed * 48271) % 2147483647) % 36).toString(36)).join(""))
+      const far = [turnStart(0), ...unique.map((u, i) => userMessage(1 + i, u + " " + (i >= 8 ? unique[i - 8] : "")))]
+      const texts = [line(sessionRecord("c")), ...far.map(line)]
+      const parts: Array<Uint8Array> = [MAGIC]
+      let history: Uint8Array = new Uint8Array(0)
+      for (const [i, t] of texts.entries()) {
+        const text = Buffer.from(t)
+        const payload = deflateFrame(text, history)
+        if (!(payload instanceof Uint8Array)) throw new Error("deflate failed")
+        parts.push(frameBytes((i === 0 ? SEGMENT_START : 0) | DEFLATE, text.length, payload))
+        history = slideHistory(history, text, HISTORY_BYTES)
+      }
+      const { loaded } = yield* loadCrafted(Buffer.concat(parts))
+      assert.strictEqual(loaded._tag === "Right" && loaded.right.tornTail, undefined)
+      assert.deepStrictEqual(loaded._tag === "Right" && lines(loaded.right.events), lines(far))
+    }).pipe(provide))
+
   it.scoped("C.3 an old brotli file reads, and a writer continues it with deflate segments; it reads back exactly", () =>
     Effect.gen(function*() {
       const f = yield* fixture({ compress: true })

@@ -9,7 +9,7 @@
  */
 import { StoreCorrupt } from "../../schema/Errors.js"
 import type { LoadError, TornTail, TornTailExtent } from "../../services/SessionStore.js"
-import { decodeBrotliSegment, HISTORY_BYTES, inflateFrame, slideHistory } from "./Compression.js"
+import { decodeBrotliSegment, HISTORY_BYTES, inflateFrame } from "./Compression.js"
 import {
   DEFLATE,
   FRAME_HEADER_BYTES,
@@ -89,6 +89,40 @@ class ByteQueue {
   }
 }
 
+/**
+ * A deflate segment's last `HISTORY_BYTES` of text, in a buffer of twice that size: the text is
+ * copied once when it comes and once more when the buffer is full, not `HISTORY_BYTES` per frame.
+ */
+class History {
+  private readonly buffer = new Uint8Array(2 * HISTORY_BYTES)
+  private end = 0
+
+  reset(): void {
+    this.end = 0
+  }
+
+  /** The history as a view (valid until the next `push`). */
+  view(): Uint8Array {
+    return this.buffer.subarray(Math.max(0, this.end - HISTORY_BYTES), this.end)
+  }
+
+  push(text: Uint8Array): void {
+    if (text.length >= HISTORY_BYTES) {
+      this.buffer.set(text.subarray(text.length - HISTORY_BYTES), 0)
+      this.end = HISTORY_BYTES
+      return
+    }
+    if (this.end + text.length > this.buffer.length) {
+      // keep what the history still needs of the old text at the front
+      const keep = HISTORY_BYTES - text.length
+      this.buffer.copyWithin(0, this.end - keep, this.end)
+      this.end = keep
+    }
+    this.buffer.set(text, this.end)
+    this.end += text.length
+  }
+}
+
 /** A complete frame waiting for its segment to be decoded. */
 interface PendingFrame {
   readonly start: number
@@ -120,7 +154,7 @@ export class FrameScanner implements FileScan {
   /** The open segment is of the deflate codec: its frames are decoded at once over `history`. */
   private segmentDeflate = false
   /** The last `HISTORY_BYTES` of the open deflate segment's text. */
-  private history: Uint8Array = new Uint8Array(0)
+  private readonly history = new History()
   /** How many of the segment's first frames were decoded and fed already (the header frame). */
   private segmentFed = 0
   private textOffset = 0
@@ -305,7 +339,7 @@ export class FrameScanner implements FileScan {
     if (starts) {
       this.flushSegment()
       this.segmentDeflate = deflate
-      this.history = new Uint8Array(0)
+      this.history.reset()
     } else if (deflate !== this.segmentDeflate) {
       return this.fail(this.frameCorrupt("L7", number, start, "its codec is not its segment's"))
     } else if (!deflate && this.segmentText + header.textBytes > SEGMENT_TEXT_CAP) {
@@ -328,12 +362,12 @@ export class FrameScanner implements FileScan {
 
   /** A deflate frame, decoded at once over its segment's history and fed. */
   private inflate(start: number, number: number, header: FrameHeader, bytes: Uint8Array): void {
-    const text = inflateFrame(bytes.subarray(FRAME_HEADER_BYTES), this.history, header.textBytes)
+    const text = inflateFrame(bytes.subarray(FRAME_HEADER_BYTES), this.history.view(), header.textBytes)
     if (!(text instanceof Uint8Array)) {
       // the frame passed its CRC: damage the framing marks complete (L7)
       return this.fail(this.frameCorrupt("L7", number, start, `it does not decode (${String(text.cause)})`))
     }
-    this.history = slideHistory(this.history, text, HISTORY_BYTES)
+    this.history.push(text)
     this.feed({ start, number, header: bytes.slice(0, FRAME_HEADER_BYTES), flags: header.flags }, text)
   }
 
