@@ -31,17 +31,39 @@ for (const [signal, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
   })
 }
 
+/**
+ * Exit once stdout and stderr have handed every queued write to the system, or are closed or
+ * broken: a pipe whose reader is slower than the command queues what does not fit, and exiting
+ * at once would drop the end of the output (of a successful command as of a failing one).
+ */
+const exitWhenFlushed = (code: number, onExit: (code: number) => void): void => {
+  const pending = [process.stdout, process.stderr].filter((s) => s.writableLength > 0 && !s.destroyed)
+  let left = pending.length
+  if (left === 0) return onExit(code)
+  for (const stream of pending) {
+    let done = false
+    const settled = () => {
+      if (done) return
+      done = true
+      stream.off("drain", settled).off("error", settled).off("close", settled)
+      if (--left === 0) onExit(code)
+    }
+    stream.on("drain", settled).on("error", settled).on("close", settled)
+  }
+}
+
 NodeRuntime.runMain(program, {
   disableErrorReporting: false,
   disablePrettyLogger: true,
   // the program's result is the exit code; an interruption by a signal is 128 + its number; a
   // defect (not an expected failure) is 2
   teardown: (exit, onExit) =>
-    onExit(
+    exitWhenFlushed(
       Exit.isSuccess(exit) && typeof exit.value === "number"
         ? exit.value
         : Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) && signalCode !== undefined
         ? signalCode
-        : 2
+        : 2,
+      onExit
     )
 })
