@@ -31,7 +31,7 @@ export interface Pieces {
   readonly pack: PackOptions
   /** New sessions are written in the compressed layout (`.jsonlz`). */
   readonly compress: boolean
-  /** The brotli streams of the segments this instance's writes continue. */
+  /** The encoders of the segments this instance's writes continue (a deflate segment's last text). */
   readonly segments: SegmentEncoders
 }
 
