@@ -94,46 +94,110 @@ const callIdOf = (e: Event): { readonly call?: string; readonly result?: string 
  * @category models
  */
 export class SessionIndex {
-  /** Events that load (validated). */
+  /**
+   * Events that load (validated).
+   *
+   * @since 0.2.0
+   */
   count = 0
+  /**
+   * Why the log stops loading, if it does.
+   *
+   * @since 0.2.0
+   */
   problem: LoadProblem | null = null
+  /**
+   * The torn tail the read left out, if any.
+   *
+   * @since 0.2.0
+   */
   tornTail: TornTailNote | null = null
+  /**
+   * The time of the latest event (the header's creation time before any).
+   *
+   * @since 0.2.0
+   */
   lastActivity: number
-  /** The first user message's text, clipped (what people search for). */
+  /**
+   * The first user message's text, clipped (what people search for).
+   *
+   * @since 0.2.0
+   */
   preview = ""
-  /** A tool call's seq to its result's seq and back (the first result answering the call). */
+  /**
+   * A tool call's seq to its result's seq and back (the first result answering the call).
+   *
+   * @since 0.2.0
+   */
   readonly pairs = new Map<number, number>()
-  /** The replacement history, in seq order. */
+  /**
+   * The replacement history, in seq order.
+   *
+   * @since 0.2.0
+   */
   readonly replacements: Array<Replacement> = []
-  /** A shadowed seq to the replacements (indexes into `replacements`) that shadowed it. */
+  /**
+   * A shadowed seq to the replacements (indexes into `replacements`) that shadowed it.
+   *
+   * @since 0.2.0
+   */
   readonly shadowedBy = new Map<number, Array<number>>()
-  /** The surface after the last event. */
+  /**
+   * The surface after the last event.
+   *
+   * @since 0.2.0
+   */
   readonly nodes: Array<number> = []
-  /** The `sourceEventSeqs` of the events that name sources. */
+  /**
+   * The `sourceEventSeqs` of the events that name sources.
+   *
+   * @since 0.2.0
+   */
   readonly sources = new Map<number, ReadonlyArray<number>>()
-  /** The last `tailSize` events (up to twice as many), in seq order. */
+  /**
+   * The last `tailSize` events (up to twice as many), in seq order.
+   *
+   * @since 0.2.0
+   */
   tail: Array<Event> = []
   private readonly openCalls = new Map<string, number>()
   private readonly replacementAt = new Map<number, number>()
   // the tool results on the surface (a rewrite of one is checked against it, G2)
   private readonly toolResults = new Map<number, Event>()
 
+  /**
+   * An empty index of session `id` keeping its last `tailSize` events.
+   *
+   * @since 0.2.0
+   */
   constructor(readonly id: string, readonly header: SessionHeader | undefined, readonly tailSize: number = TAIL) {
     this.lastActivity = header?.createdAt ?? 0
   }
 
-  /** The replacement `seq` made, if it made one. */
+  /**
+   * The replacement `seq` made, if it made one.
+   *
+   * @since 0.2.0
+   */
   replacementOf(seq: number): Replacement | undefined {
     const i = this.replacementAt.get(seq)
     return i === undefined ? undefined : this.replacements[i]
   }
 
-  /** The replacements that shadowed `seq`. */
+  /**
+   * The replacements that shadowed `seq`.
+   *
+   * @since 0.2.0
+   */
   replacementsShadowing(seq: number): Array<Replacement> {
     return (this.shadowedBy.get(seq) ?? []).map((i) => this.replacements[i])
   }
 
-  /** The events of `[from, to)` when the tail holds all of them. */
+  /**
+   * The events of `[from, to)` when the tail holds all of them.
+   *
+   * @since 0.2.0
+   */
   fromTail(from: number, to: number): Array<Event> | undefined {
     const first = this.count - this.tail.length
     return from >= first && to <= this.count ? this.tail.slice(from - first, to - first) : undefined
@@ -142,6 +206,8 @@ export class SessionIndex {
   /**
    * Take the next validated event (seq `count`) into the index; the surface rule it breaks, if
    * it breaks one (then nothing is taken).
+   *
+   * @since 0.2.0
    */
   add(e: Event) {
     const plan = planSurface(this.nodes, e, this.count, (s) => this.toolResults.get(s))
@@ -187,6 +253,8 @@ export class SessionIndex {
    * Records the store committed after the indexed ones (from `follow`): each checked as a cold
    * read checks it (K7, the per-record seed checks, the surface rules) and taken; the first
    * rejection becomes the index's problem and nothing after it is taken. Whether any was taken.
+   *
+   * @since 0.2.0
    */
   extend(records: ReadonlyArray<unknown>): boolean {
     let taken = false
