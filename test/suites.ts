@@ -24,6 +24,8 @@ export const SLOW_ONLY: ReadonlyArray<string> = [
   "test/fleet/processes.test.ts",
   // a runner in process per test (a few seconds each): streamed prompts, a timed-out prompt run later
   "test/fleet/stream.test.ts",
+  // a runner in process whose store fails its opens; the cluster's redelivery after a defect (about 6 s)
+  "test/fleet/store-retry.test.ts",
   // show --follow processes while the demo, compact and migrate run (about 30 s)
   "test/follow/cli-replace.test.ts",
   "test/import/big.test.ts",

@@ -19,14 +19,16 @@ import * as Rpc from "@effect/rpc/Rpc"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as PrimaryKey from "effect/PrimaryKey"
+import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import { SessionLogError } from "../../schema/Errors.js"
+import { SessionLogError, type StoreFailure } from "../../schema/Errors.js"
 import type { Event } from "../../schema/Events.js"
 import type { HeaderSnapshotter } from "../../services/HeaderSnapshotter.js"
 import { type AppendError, Session, type SessionShape } from "../../services/Session.js"
@@ -308,6 +310,54 @@ export interface FleetOptions<Tools extends Record<string, Tool.Any>> {
   readonly route: Route
   readonly persistence?: Persistence
   readonly maxIdleTimeMs?: number
+  /**
+   * How a prompt retries a transient store failure (`isTransientStoreFailure`) on this runner
+   * before it gives the message back to the cluster (default `DEFAULT_STORE_RETRY`).
+   */
+  readonly storeRetry?: Schedule.Schedule<unknown, unknown>
+}
+
+/**
+ * Whether an error is a transient failure of the store: a `StoreFailure` without a rule id (the
+ * database could not be reached, a query timed out). A `StoreFailure` carrying a rule id is a
+ * verdict on the data (a rule broken), as are the other errors: those are a prompt's answer.
+ *
+ * @since 0.2.0
+ * @category utils
+ */
+export const isTransientStoreFailure = (error: unknown): error is StoreFailure =>
+  typeof error === "object" && error !== null && (error as { readonly _tag?: unknown })._tag === "StoreFailure" &&
+  (error as { readonly rule?: unknown }).rule === undefined
+
+/**
+ * The default of `FleetOptions.storeRetry`: six retries, 100 ms apart then doubling (6.3 s of
+ * waits, about 10 s in all with the failing attempts' own time).
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const DEFAULT_STORE_RETRY: Schedule.Schedule<unknown, unknown> = Schedule.exponential("100 millis").pipe(
+  Schedule.intersect(Schedule.recurs(6))
+)
+
+/**
+ * The defect a prompt dies with when the store stayed unreachable through its retries. A defect
+ * is not stored as the prompt's reply: the cluster restarts the entity and delivers the prompt
+ * again (with its own backoff, at most 10 s apart) until the store answers.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class StoreUnavailable extends Schema.TaggedError<StoreUnavailable>()("StoreUnavailable", {
+  sessionId: Schema.String,
+  promptId: Schema.String,
+  cause: Schema.Defect
+}) {
+  override get message(): string {
+    const cause = this.cause instanceof Error ? this.cause.message : String(this.cause)
+    return `the store of session ${this.sessionId} stayed unreachable while prompt ${this.promptId} was served ` +
+      `(${cause}); the prompt stays stored and is delivered again`
+  }
 }
 
 /**
@@ -347,20 +397,35 @@ export const layer = <Tools extends Record<string, Tool.Any>>(
       const loop = AgentLoop.make({ toolkit: options.toolkit, system: options.system, route: options.route })
       const openLock = yield* Effect.makeSemaphore(1)
       const turnLock = yield* Effect.makeSemaphore(1)
+      const storeRetry = options.storeRetry ?? DEFAULT_STORE_RETRY
       let session: SessionShape | undefined
+      let sessionScope: Scope.CloseableScope | undefined
       let inFlight: Fiber.RuntimeFiber<unknown, unknown> | undefined
 
       // the session, opened once per activation (repairing what a dead owner left open), or
-      // created on the first prompt; its handle closes (and flushes) with the entity
+      // created on the first prompt; its handle closes (and flushes) with the entity, or when a
+      // transient store failure drops it (`dropSession`: the next use opens it again)
       const sessionOf = openLock.withPermits(1)(Effect.suspend(() =>
-        session !== undefined ? Effect.succeed(session) : factory.open(sessionId, persistence).pipe(
-          Effect.catchTag("SessionNotFound", () => factory.create(sessionId, persistence)),
-          Scope.extend(scope),
-          Effect.tap((s) => {
-            session = s
-          })
+        session !== undefined ? Effect.succeed(session) : Effect.flatMap(
+          Scope.fork(scope, ExecutionStrategy.sequential),
+          (child) =>
+            factory.open(sessionId, persistence).pipe(
+              Effect.catchTag("SessionNotFound", () => factory.create(sessionId, persistence)),
+              Scope.extend(child),
+              Effect.tap((s) => {
+                session = s
+                sessionScope = child
+              }),
+              Effect.onError(() => Scope.close(child, Exit.void))
+            )
         )
       ))
+      const dropSession = openLock.withPermits(1)(Effect.suspend(() => {
+        const child = sessionScope
+        session = undefined
+        sessionScope = undefined
+        return child === undefined ? Effect.void : Scope.close(child, Exit.void)
+      }))
 
       const answerOf = (promptId: string, a: Attempt, attempt: number, replayed: boolean): PromptAnswer => ({
         sessionId,
@@ -373,8 +438,8 @@ export const layer = <Tools extends Record<string, Tool.Any>>(
         replayed
       })
 
-      const prompt = ({ payload }: { readonly payload: PromptRequest }) =>
-        turnLock.withPermits(1)(Effect.gen(function*() {
+      const attemptPrompt = (payload: PromptRequest) =>
+        Effect.gen(function*() {
           const s = yield* sessionOf
           const before = attemptsOf(yield* s.events, payload.promptId)
           const done = before.findIndex(answered)
@@ -387,14 +452,40 @@ export const layer = <Tools extends Record<string, Tool.Any>>(
           )
           inFlight = fiber
           // a cancelled turn ends `aborted` (its turn/end is written before the fiber ends)
-          const exit = yield* Fiber.await(fiber).pipe(Effect.onInterrupt(() => Fiber.interrupt(fiber)))
-          inFlight = undefined
+          const exit = yield* Fiber.await(fiber).pipe(
+            Effect.onInterrupt(() => Fiber.interrupt(fiber)),
+            Effect.ensuring(Effect.sync(() => {
+              inFlight = undefined
+            }))
+          )
           if (Exit.isFailure(exit) && !Exit.isInterrupted(exit)) return yield* Effect.failCause(exit.cause)
           yield* s.flush
           const after = attemptsOf(yield* s.events, payload.promptId)
           const mine = after[attempt - 1]
           return answerOf(payload.promptId, mine ?? { turn: 0, end: "aborted", text: "" }, attempt, false)
-        }))
+        })
+
+      // a transient store failure (opening, reading or appending) is not the prompt's answer: the
+      // session is dropped and the prompt tried again (the log says whether its turn was stored:
+      // an answered prompt is answered from it, never run twice); when the store stays
+      // unreachable the handler dies, and a defect is not stored as the reply: the cluster
+      // restarts the entity and delivers the prompt again
+      const prompt = ({ payload }: { readonly payload: PromptRequest }) =>
+        turnLock.withPermits(1)(attemptPrompt(payload).pipe(
+          Effect.tapError((error) =>
+            isTransientStoreFailure(error)
+              ? Effect.zipRight(
+                Effect.logWarning(`prompt ${payload.promptId} of session ${sessionId}: ${error.message}; trying again`),
+                dropSession
+              )
+              : Effect.void
+          ),
+          Effect.retry({ schedule: storeRetry, while: isTransientStoreFailure }),
+          Effect.catchIf(
+            isTransientStoreFailure,
+            (error) => Effect.die(new StoreUnavailable({ sessionId, promptId: payload.promptId, cause: error }))
+          )
+        ))
 
       return AgentSession.of({
         prompt,
