@@ -15,7 +15,12 @@ export const CAMPAIGNS: ReadonlyArray<string> = [
   "test/jsonl/publish.test.ts",
   "test/postgres/fleet.test.ts",
   "test/follow/processes.test.ts",
-  "test/import/many.test.ts"
+  "test/import/many.test.ts",
+  // CLI matrices: a covering share in npm test (`matrix`, `sample`, `share` below), every pair here
+  "test/cli/file-targets.test.ts",
+  "test/cli/read-only.test.ts",
+  "test/cli/contract.test.ts",
+  "test/cli/jsonlz-store.test.ts"
 ]
 
 /** Files that run in `test:slow` only (each takes minutes and guards no rule a faster file misses). */
