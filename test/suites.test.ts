@@ -7,7 +7,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { existsSync, readdirSync } from "node:fs"
 import { join, relative, resolve } from "node:path"
 import { FastCheck as fc } from "effect"
-import { CAMPAIGNS, matrix, sample, share, SLOW_ONLY } from "./suites.js"
+import { CAMPAIGNS, matrix, runs, sample, share, SLOW_ONLY } from "./suites.js"
 
 const repo = resolve(import.meta.dirname, "..")
 
@@ -76,5 +76,13 @@ describe("a campaign's cases in each suite (issue 28)", () => {
     const shares = Array.from({ length: n }, (_, k) => share(indices, k, n, false))
     assert.deepStrictEqual(shares.flat().sort((a, b) => a - b), indices)
     for (let k = 0; k < n; k++) assert.deepStrictEqual(share(indices, k, n, true), indices)
+  })
+
+  it.prop("runs: the CI size in test:slow; in npm test a third of it, never below the floor nor above the CI size", [fc.integer({ min: 1, max: 20_000 }), fc.integer({ min: 1, max: 50 })], ([slow, least]) => {
+    assert.strictEqual(runs(slow, least, true), slow)
+    const few = runs(slow, least, false)
+    assert.isAtMost(few, slow)
+    assert.isAtLeast(few, Math.min(slow, least))
+    assert.isAtLeast(few, Math.ceil(slow / 3))
   })
 })

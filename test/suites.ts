@@ -20,7 +20,19 @@ export const CAMPAIGNS: ReadonlyArray<string> = [
   "test/cli/file-targets.test.ts",
   "test/cli/read-only.test.ts",
   "test/cli/contract.test.ts",
-  "test/cli/jsonlz-store.test.ts"
+  "test/cli/jsonlz-store.test.ts",
+  // property tests: a third of their runs in npm test (`runs` below), all of them here
+  "test/session/read-each.test.ts",
+  "test/property/mutations.test.ts",
+  "test/acp/projection.property.test.ts",
+  "test/property/surface.test.ts",
+  "test/jsonl/encoding.test.ts",
+  "test/compaction/property.test.ts",
+  "test/schema/payload-agreement.test.ts",
+  "test/repair/closers.test.ts",
+  "test/property/v0-reference.test.ts",
+  "test/session/prepared.test.ts",
+  "test/headers/property.test.ts"
 ]
 
 /** Files that run in `test:slow` only (each takes minutes and guards no rule a faster file misses). */
@@ -72,3 +84,10 @@ export const sample = <A>(cases: ReadonlyArray<A>, count: number, slow: boolean 
  */
 export const share = <A>(cases: ReadonlyArray<A>, k: number, n: number, slow: boolean = SLOW_SUITE): ReadonlyArray<A> =>
   slow ? cases : cases.filter((_, i) => i % n === k)
+
+/**
+ * The runs of a property test in a campaign file: `slow` (its CI size) in `test:slow`; in `npm test`
+ * a third of it, at least `least` (every generator still explored, fewer samples drawn).
+ */
+export const runs = (slow: number, least: number = 5, isSlow: boolean = SLOW_SUITE): number =>
+  isSlow ? slow : Math.min(slow, Math.max(least, Math.ceil(slow / 3)))
