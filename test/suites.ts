@@ -32,7 +32,15 @@ export const CAMPAIGNS: ReadonlyArray<string> = [
   "test/repair/closers.test.ts",
   "test/property/v0-reference.test.ts",
   "test/session/prepared.test.ts",
-  "test/headers/property.test.ts"
+  "test/headers/property.test.ts",
+  "test/store-contract/memory.test.ts",
+  "test/store-contract/jsonl.test.ts",
+  "test/store-contract/jsonl-plain.test.ts",
+  "test/store-contract/jsonl-compressed.test.ts",
+  "test/store-contract/sqlite.test.ts",
+  "test/store-contract/postgres.test.ts",
+  // the ACP snapshots: each scenario replayed on one backend in npm test (`matrix`), on all of them here
+  "test/acp/snapshot.test.ts"
 ]
 
 /** Files that run in `test:slow` only (each takes minutes and guards no rule a faster file misses). */
