@@ -37,6 +37,7 @@ import * as Acp from "../../src/programs/acp/Acp.js"
 import { coalesce } from "../../src/programs/acp/Acp.js"
 import * as IdGenerator from "../../src/services/IdGenerator.js"
 import { connect, CWD, type Harness, toolkit } from "./helpers.js"
+import { runs as propertyRuns } from "../suites.js"
 
 // ---------------------------------------------------------------------------------------------
 // The generated plan of a session
@@ -544,5 +545,5 @@ describe("ACP projection: live equals replay", () => {
       )
       assert.deepStrictEqual(replay.filter((u) => u.sessionUpdate !== "user_message_chunk"), liveUpdates)
     }).pipe(Effect.scoped, Effect.provide(env.layer))
-  }, { fastCheck: { numRuns: 40 } })
+  }, { fastCheck: { numRuns: propertyRuns(40) } })
 })

@@ -17,6 +17,7 @@ import type * as Redacted from "effect/Redacted"
 import { fileURLToPath } from "node:url"
 import { type Backend, jsonl, memory, postgres, sqlite } from "../snapshots/harness/Backends.js"
 import { SCENARIOS } from "../snapshots/harness/Scenarios.js"
+import { matrix } from "../suites.js"
 import { guardTree, type LiveModel, modeOf, runFixture } from "../snapshots/harness/Suite.js"
 
 const ROOT = fileURLToPath(new URL("../snapshots", import.meta.url))
@@ -43,22 +44,23 @@ describe(`SPEC §10 ACP snapshot suite (${mode})`, () => {
       assert.deepStrictEqual(yield* guardTree(ROOT, SCENARIOS.map((s) => s.name)), [])
     }).pipe(Effect.provide(NodeContext.layer)))
 
-  for (const { name } of SCENARIOS) {
-    for (const backend of backends) {
-      // refresh writes once (memory); the other backends replay what it wrote
-      const effective = mode === "refresh" && backend.name !== "memory" ? "replay" : mode
-      it.scoped(`§10.2 ${effective} ${name} on ${backend.name}`, () =>
-        Effect.gen(function*() {
-          const live = effective === "record" ? yield* liveModel(name) : undefined
-          const outcome = yield* runFixture({
-            root: ROOT,
-            name,
-            mode: effective,
-            ...(live === undefined ? {} : { live }),
-            authored: process.env.SNAPSHOT_RECORD_AUTHORED === "1"
-          })
-          assert.deepStrictEqual(outcome.failures, [], outcome.failures.join("\n\n"))
-        }).pipe(Effect.provide(Layer.merge(backend.layer(), NodeContext.layer))))
-    }
+  // replaying in npm test: each scenario on one backend and each backend under several scenarios;
+  // test:slow (and refresh, record): every scenario on every backend
+  const cases = mode === "replay" ? matrix(SCENARIOS, backends) : matrix(SCENARIOS, backends, true)
+  for (const [{ name }, backend] of cases) {
+    // refresh writes once (memory); the other backends replay what it wrote
+    const effective = mode === "refresh" && backend.name !== "memory" ? "replay" : mode
+    it.scoped(`§10.2 ${effective} ${name} on ${backend.name}`, () =>
+      Effect.gen(function*() {
+        const live = effective === "record" ? yield* liveModel(name) : undefined
+        const outcome = yield* runFixture({
+          root: ROOT,
+          name,
+          mode: effective,
+          ...(live === undefined ? {} : { live }),
+          authored: process.env.SNAPSHOT_RECORD_AUTHORED === "1"
+        })
+        assert.deepStrictEqual(outcome.failures, [], outcome.failures.join("\n\n"))
+      }).pipe(Effect.provide(Layer.merge(backend.layer(), NodeContext.layer))))
   }
 })

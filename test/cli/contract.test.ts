@@ -8,6 +8,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll } from "vitest"
+import { share } from "../suites.js"
 import { buildBundle, closedTurnLog, json, removeBundle, type Run, runCli } from "./helpers.js"
 
 // generous limits: these tests spawn many processes on a possibly loaded machine; nothing is timed
@@ -112,7 +113,8 @@ describe("one exit-code policy", () => {
   for (const kind of ["sqlite", "jsonl"] as const) {
     it(`a missing session is SessionNotFound with exit 2 from every command (${kind})`, SLOW, async () => {
       const store = kind === "sqlite" ? sqlite : `jsonl:${jsonlRoot}`
-      for (const command of sessionCommands) {
+      // npm test: the two backends share the commands out (every command on one); test:slow: all on both
+      for (const command of share(sessionCommands, kind === "sqlite" ? 0 : 1, 2)) {
         failure(
           await cli([...command, "--json", "--store", store, "--session", "nobody"]),
           2,
@@ -135,8 +137,8 @@ describe("one exit-code policy", () => {
         const error = failure(await cli([...command, "--json", "--store", store]), 2, "UsageError", `${command[0]} (${kind})`)
         assert.match(error.message, /no store at .*not found/)
       }
-      // session commands: the session is not found
-      for (const command of sessionCommands) {
+      // session commands: the session is not found (shared out between the backends in npm test)
+      for (const command of share(sessionCommands, kind === "sqlite" ? 1 : 0, 2)) {
         failure(
           await cli([...command, "--json", "--store", store, "--session", "s"]),
           2,

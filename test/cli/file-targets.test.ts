@@ -11,6 +11,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll } from "vitest"
+import { matrix } from "../suites.js"
 import { buildBundle, closedTurnLog, json, line, removeBundle, type Run, runCli } from "./helpers.js"
 
 // generous limits: these tests spawn many processes on a possibly loaded machine; nothing is timed
@@ -164,18 +165,17 @@ describe("a path that is no session log file is NotASessionFile, from every comm
     fs.writeFileSync(targets.empty.path, "")
     fs.writeFileSync(targets["not-a-session-log"].path, "# shopping list\n- milk\n")
     const before = snapshot(work)
-    for (const command of commands(work)) {
-      for (const [kind, target] of Object.entries(targets)) {
-        const what = `${command.join(" ")} on ${kind}`
-        const r = await cli([...command, "--json", target.path])
-        assert.strictEqual(r.code, target.code, `${what}: exit code\n${r.stdout}${r.stderr}`)
-        const error = failureOf(r, command[0])
-        assert.strictEqual(error._tag, "NotASessionFile", `${what}: ${error.message}`)
-        assert.strictEqual(error.rule, target.rule, what)
-        assert.match(error.message, target.message, what)
-        assert.notMatch(error.message, /EISDIR|ENOENT/, what)
-        assert.deepStrictEqual(snapshot(work), before, `${what}: nothing written, nothing left behind`)
-      }
+    // npm test: each command on one kind of path and each kind under several commands; test:slow: all
+    for (const [command, [kind, target]] of matrix(commands(work), Object.entries(targets))) {
+      const what = `${command.join(" ")} on ${kind}`
+      const r = await cli([...command, "--json", target.path])
+      assert.strictEqual(r.code, target.code, `${what}: exit code\n${r.stdout}${r.stderr}`)
+      const error = failureOf(r, command[0])
+      assert.strictEqual(error._tag, "NotASessionFile", `${what}: ${error.message}`)
+      assert.strictEqual(error.rule, target.rule, what)
+      assert.match(error.message, target.message, what)
+      assert.notMatch(error.message, /EISDIR|ENOENT/, what)
+      assert.deepStrictEqual(snapshot(work), before, `${what}: nothing written, nothing left behind`)
     }
   })
 
@@ -251,18 +251,17 @@ describe("--store and --out paths of the wrong kind are usage errors (exit 2), n
       [path.join(work, "empty.db"), /empty\.db is an empty file, not a SQLite store \(nothing was written\)/]
     ]
     const before = snapshot(work)
-    for (const [store, message] of cases) {
-      const commands = [["list"], ["verify"], ["show", "--session", "s"], ["prune", "--session", "s"], ["fork", "--session", "s"]]
+    // (import first: in npm test it meets the directory, not the empty .db it may use)
+    const commands = [["import", log], ["list"], ["verify"], ["show", "--session", "s"], ["prune", "--session", "s"], ["fork", "--session", "s"]]
+    for (const [command, [store, message]] of matrix(commands, cases)) {
       // import creates a store: into an empty .db it may (that file then holds the store)
-      if (!store.endsWith("empty.db")) commands.push(["import", log])
-      for (const command of commands) {
-        const r = await cli([...command, "--json", "--store", store])
-        assert.strictEqual(r.code, 2, `${command[0]} --store ${store}: ${r.stdout}${r.stderr}`)
-        const error = failureOf(r, command[0])
-        assert.strictEqual(error._tag, "UsageError", `${command[0]} --store ${store}`)
-        assert.match(error.message, message, `${command[0]} --store ${store}`)
-        assert.notMatch(error.message, /EISDIR|ENOTDIR/)
-      }
+      if (command[0] === "import" && store.endsWith("empty.db")) continue
+      const r = await cli([...command, "--json", "--store", store])
+      assert.strictEqual(r.code, 2, `${command[0]} --store ${store}: ${r.stdout}${r.stderr}`)
+      const error = failureOf(r, command[0])
+      assert.strictEqual(error._tag, "UsageError", `${command[0]} --store ${store}`)
+      assert.match(error.message, message, `${command[0]} --store ${store}`)
+      assert.notMatch(error.message, /EISDIR|ENOTDIR/)
     }
     assert.deepStrictEqual(snapshot(work), before)
   })

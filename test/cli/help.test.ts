@@ -54,6 +54,16 @@ afterAll(() => {
 /** Run with stdout a pipe (not a terminal) and NO_COLOR unset. */
 const piped = (args: ReadonlyArray<string>): Promise<Run> => runCli(bundle, args, dir, { NO_COLOR: undefined })
 
+/** `<command> --help`, piped: run once per command and shared by the tests that read it (the same bytes each time). */
+const helps = new Map<string, Promise<Run>>()
+const helpOf = (command: string): Promise<Run> => {
+  const known = helps.get(command)
+  if (known !== undefined) return known
+  const run = piped([command, "--help"])
+  helps.set(command, run)
+  return run
+}
+
 /** Lines of @effect/cli that say what kind of value an entry takes, not what it is. */
 const GENERIC = /^(A true or false value\.|A user-defined piece of text\.|An integer\.|One of the following: .*|This setting is optional\..*|This option (may|must) be repeated .*)$/
 
@@ -100,7 +110,7 @@ describe("help", () => {
 
   it("session-log <command> --help: the usage line, and a description for every argument and option", SLOW, async () => {
     for (const command of COMMANDS) {
-      const r = await piped([command, "--help"])
+      const r = await helpOf(command)
       assert.strictEqual(r.code, 0, `${command}: ${r.stderr}`)
       assert.notMatch(r.stdout, ANSI, command)
       const usage = r.stdout.split("\n").filter((l) => l.startsWith("$ "))
@@ -116,7 +126,7 @@ describe("help", () => {
   })
 
   it("the help of show names its filters with what each takes", SLOW, async () => {
-    const r = await piped(["show", "--help"])
+    const r = await helpOf("show")
     const heads = entries(r.stdout, "OPTIONS").map((e) => e.head)
     for (const option of ["--type <type>...", "--turn <turn>", "--from <seq>", "--to <seq>", "--tail <n>", "--store <store>", "--session <id>"]) {
       assert.include(heads, option)
@@ -176,7 +186,7 @@ describe("help that teaches (issue 27)", () => {
   it("no command's help carries @effect/cli's type boilerplate; each shows one example", SLOW, async () => {
     const BOILERPLATE = /A user-defined piece of text\.|This setting is optional\.|A true or false value\.|^\s*An integer\.$/m
     for (const command of COMMANDS) {
-      const help = await piped([command, "--help"])
+      const help = await helpOf(command)
       assert.strictEqual(help.code, 0, help.stderr)
       assert.notMatch(help.stdout, BOILERPLATE, command)
       const example = help.stdout.split("\n").slice(help.stdout.split("\n").indexOf("EXAMPLE") + 1).join("\n")
@@ -189,7 +199,7 @@ describe("help that teaches (issue 27)", () => {
     const cwd = fs.mkdtempSync(path.join(dir, "examples-"))
     const seen: Array<string> = []
     for (const command of COMMANDS) {
-      const help = await piped([command, "--help"])
+      const help = await helpOf(command)
       const lines = help.stdout.split("\n")
       const line = lines.slice(lines.indexOf("EXAMPLE")).find((l) => l.startsWith(`$ session-log ${command}`))!
       seen.push(command)

@@ -10,6 +10,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll } from "vitest"
+import { sample } from "../suites.js"
 import { assistantLine, buildBundle, closedTurnLog, eventLine, json, line, removeBundle, type Run, runCli, userLine } from "./helpers.js"
 
 // generous limits: these tests spawn many processes on a possibly loaded machine; nothing is timed
@@ -124,7 +125,8 @@ describe("session-log --store jsonlz:<dir>", () => {
       ["verify", "--json"],
       ["list"],
       ["verify"],
-      ...["a", "b"].flatMap((id) => [
+      // npm test: the per-session commands on a (24 events); test:slow: on b too
+      ...sample(["a", "b"], 1).flatMap((id) => [
         ["show", "--json", "--session", id],
         ["show", "--session", id],
         ["show", "--json", "--session", id, "--type", "assistant", "--turn", "1"],

@@ -9,6 +9,7 @@ import type { ContentBlock } from "../../src/schema/Messages.js"
 import * as Session from "../../src/services/Session.js"
 import * as SessionLive from "../../src/layers/session/SessionLive.js"
 import { invariantLayer, step } from "./helpers.js"
+import { runs } from "../suites.js"
 
 // ---------------------------------------------------------------------------------------------
 // Random surfaces built the way the agent loop writes them
@@ -90,7 +91,7 @@ describe("property: compaction over random surfaces", () => {
         const s = yield* SessionLive.create({ id: `prop-${++sessionCounter}` })
         yield* run(s, turns, ops)
       }).pipe(Effect.scoped, Effect.provide(invariantLayer)),
-    { fastCheck: { numRuns: 60 } }
+    { fastCheck: { numRuns: runs(60) } }
   )
 })
 

@@ -22,6 +22,7 @@ import { HeaderSnapshotter } from "../../src/services/HeaderSnapshotter.js"
 import * as Session from "../../src/services/Session.js"
 import * as SessionLive from "../../src/layers/session/SessionLive.js"
 import { SessionStore, type SessionStoreShape } from "../../src/services/SessionStore.js"
+import { runs } from "../suites.js"
 
 // ---------------------------------------------------------------------------------------------
 // Arbitraries: a small value space, so equal and non-canonical-but-equal headers recur often
@@ -174,12 +175,12 @@ interface Backend {
 const BACKENDS: ReadonlyArray<Backend> = [
   {
     name: "memory",
-    runs: 60,
+    runs: runs(60),
     make: Effect.map(makeMemoryStore(), (store) => ({ store, reopen: Effect.succeed(store) }))
   },
   {
     name: "JSONL",
-    runs: 15,
+    runs: runs(15),
     make: Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem
       const path = yield* Path.Path
@@ -194,7 +195,7 @@ const BACKENDS: ReadonlyArray<Backend> = [
   },
   {
     name: "SQLite",
-    runs: 15,
+    runs: runs(15),
     make: Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem
       const path = yield* Path.Path

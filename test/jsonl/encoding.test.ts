@@ -8,6 +8,7 @@ import * as fc from "effect/FastCheck"
 import { Buffer } from "node:buffer"
 import * as NodePath from "node:path"
 import { encodeSessionId } from "../../src/schema/SessionIdEncoding.js"
+import { runs } from "../suites.js"
 
 /** Inverse of a short form: each `~XXXX` back to its code unit. */
 const decodeShort = (name: string): string => name.replace(/~([0-9A-F]{4})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)))
@@ -117,11 +118,11 @@ describe("encodeSessionId (SPEC §7.4.1)", () => {
       !RESERVED.test(name.split(".")[0]) &&
       derivedNames(name).every((derived) => byteLength(derived) <= 255)
     assert.isTrue(ok, `${JSON.stringify(id)} -> ${name}`)
-  }, { fastCheck: { numRuns: 10_000 } })
+  }, { fastCheck: { numRuns: runs(10_000) } })
 
   it.prop("injective: distinct ids give distinct names", [anyId, anyId], ([a, b]) => {
     if (a !== b) assert.notStrictEqual(encodeSessionId(a), encodeSessionId(b))
-  }, { fastCheck: { numRuns: 10_000 } })
+  }, { fastCheck: { numRuns: runs(10_000) } })
 
   it.prop("every produced path is inside root", [anyId], ([id]) => {
     const root = NodePath.resolve("/srv/sessions")
@@ -130,5 +131,5 @@ describe("encodeSessionId (SPEC §7.4.1)", () => {
       const rel = NodePath.relative(root, full)
       assert.isTrue(NodePath.dirname(full) === root && NodePath.basename(full) === name && !rel.startsWith(".."), name)
     }
-  }, { fastCheck: { numRuns: 10_000 } })
+  }, { fastCheck: { numRuns: runs(10_000) } })
 })

@@ -4,7 +4,7 @@
  * the same moment. Exactly one wins; every other gets SessionExists (J14); the store holds the
  * session under one name only, whole; no publication lock or temporary file is left behind.
  *
- * More rounds (the default is 6 in `npm test`, 50 in `npm run test:slow`): PUBLISH_ROUNDS=1000 npx vitest run test/jsonl/publish.test.ts
+ * More rounds (the default is 3 in `npm test`, 50 in `npm run test:slow`): PUBLISH_ROUNDS=1000 npx vitest run test/jsonl/publish.test.ts
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { assert, describe, it } from "@effect/vitest"
@@ -17,8 +17,8 @@ import { afterAll } from "vitest"
 import { makeJsonlStore } from "../../src/layers/jsonl/JsonlStore.js"
 import { bundleScript, childEnv } from "../helpers/processes.js"
 
-/** 6 rounds in `npm test`, 50 in `npm run test:slow` (TEST_SUITE=slow). */
-const ROUNDS = Number(process.env.PUBLISH_ROUNDS ?? (process.env.TEST_SUITE === "slow" ? "50" : "6"))
+/** 3 rounds in `npm test`, 50 in `npm run test:slow` (TEST_SUITE=slow). */
+const ROUNDS = Number(process.env.PUBLISH_ROUNDS ?? (process.env.TEST_SUITE === "slow" ? "50" : "3"))
 const CREATORS = ["plain", "compressed", "plain", "compressed"] as const
 
 const work = mkdtempSync(join(tmpdir(), "publish-"))

@@ -12,6 +12,7 @@ import * as SessionLive from "../../src/layers/session/SessionLive.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
 import { foldSurface } from "../../src/services/SurfaceManager.js"
 import { appendOptions, asEvents, buildLog, type Mutation, MUTATION_KINDS, mutate, mutationOf } from "../arbitraries.js"
+import { runs } from "../suites.js"
 
 interface Rejection {
   readonly _tag: string
@@ -80,7 +81,7 @@ describe("property: single mutations", () => {
       `${kind.rule} rejects a log with one ${kind.name} (${kind.tag})`,
       [mutationOf(kind)],
       ([m]) => checkMutation(m),
-      { fastCheck: { numRuns: 15 } }
+      { fastCheck: { numRuns: runs(15) } }
     )
   }
 })

@@ -24,8 +24,9 @@ import {
   type TopIntent,
   validLog
 } from "../arbitraries.js"
+import { runs } from "../suites.js"
 
-const RUNS = { fastCheck: { numRuns: 40 } }
+const RUNS = { fastCheck: { numRuns: runs(40) } }
 const header = (id: string) => ({ version: 1, id, createdAt: 0 })
 
 const fold = (events: ReadonlyArray<Event>): SurfaceFold => {
@@ -153,7 +154,7 @@ describe("property: random valid logs", () => {
         assert.deepStrictEqual((yield* c.events).map(encodeEvent), bEvents.map(encodeEvent))
         assert.strictEqual(json(yield* c.messages), json(yield* b.messages))
       }).pipe(Effect.provide(layerMemoryStore())),
-    { fastCheck: { numRuns: 30 } }
+    { fastCheck: { numRuns: runs(30) } }
   )
 
   it.scoped.prop(

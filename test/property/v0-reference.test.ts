@@ -13,6 +13,7 @@ import type { SessionHeader } from "../../src/schema/SessionHeader.js"
 import { requestAtLog } from "../../src/services/RequestAt.js"
 import { validateSeed } from "../../src/services/Seed.js"
 import { anyValidLog, type Insertion, insertLogOnly, type LogEvent } from "../arbitraries.js"
+import { runs } from "../suites.js"
 
 const header = { version: 0, id: "v0-prop", createdAt: 1, delegationDepth: 0 } as unknown as SessionHeader
 
@@ -60,6 +61,6 @@ describe("property: §8.3 normalisation 6", () => {
         assert.deepStrictEqual(got, want, `request at seq ${seq}`)
       }
     },
-    { fastCheck: { numRuns: 60 } }
+    { fastCheck: { numRuns: runs(60) } }
   )
 })

@@ -13,6 +13,7 @@ import type { Event } from "../../src/schema/Events.js"
 import { closers, REPAIR_TEXT_NOT_STARTED, REPAIR_TEXT_OUTCOME_UNKNOWN } from "../../src/services/Repair.js"
 import { anyValidLog, asEvents } from "../arbitraries.js"
 import { textContent as text } from "../helpers/events.js"
+import { runs } from "../suites.js"
 
 // SPEC §6, copied byte for byte (each is the single line inside its block)
 const SPEC_OUTCOME_UNKNOWN =
@@ -251,5 +252,5 @@ describe("closers (SPEC 6)", () => {
         yield* validates(prefix)
         assert.deepStrictEqual(closers([...prefix, ...out]), [])
       }
-    }), { fastCheck: { numRuns: 40 } })
+    }), { fastCheck: { numRuns: runs(40) } })
 })

@@ -14,6 +14,7 @@ import * as Schema from "effect/Schema"
 import { EventPayloads, type KnownEventType, SURFACE_TYPES } from "../../src/schema/Events.js"
 import { checkTypeShape } from "../../src/schema/Validation.js"
 import { anyValidLog, mutation } from "../arbitraries.js"
+import { runs } from "../suites.js"
 
 const CHECKED: ReadonlyArray<KnownEventType> = [...SURFACE_TYPES, "request/header"]
 const isChecked = (type: unknown): type is KnownEventType => (CHECKED as ReadonlyArray<unknown>).includes(type)
@@ -29,7 +30,7 @@ describe("payload Schemas and the shape rules", () => {
       assert.isUndefined(checkTypeShape(e.type, e.data, e.seq), describeCase(e.type, e.data))
       assert.isTrue(schemaAccepts(e.type, e.data), describeCase(e.type, e.data))
     }
-  }, { fastCheck: { numRuns: 100 } })
+  }, { fastCheck: { numRuns: runs(100) } })
 
   it.prop("a payload a rule refuses (single mutations of valid logs) is refused by its Schema", [mutation], ([m]) => {
     for (const e of m.events as ReadonlyArray<{ readonly type: unknown; readonly data: unknown }>) {
@@ -38,7 +39,7 @@ describe("payload Schemas and the shape rules", () => {
         assert.isFalse(schemaAccepts(e.type, e.data), describeCase(e.type, e.data))
       }
     }
-  }, { fastCheck: { numRuns: 300 } })
+  }, { fastCheck: { numRuns: runs(300) } })
 
   it.prop(
     "a payload a rule refuses (arbitrary JSON) is refused by its Schema",
@@ -46,7 +47,7 @@ describe("payload Schemas and the shape rules", () => {
     ([type, data]) => {
       if (checkTypeShape(type, data, 0) !== undefined) assert.isFalse(schemaAccepts(type, data), describeCase(type, data))
     },
-    { fastCheck: { numRuns: 500 } }
+    { fastCheck: { numRuns: runs(500) } }
   )
 
   it.prop(
@@ -66,7 +67,7 @@ describe("payload Schemas and the shape rules", () => {
         assert.isFalse(schemaAccepts("request/header", data), describeCase("request/header", data))
       }
     },
-    { fastCheck: { numRuns: 500 } }
+    { fastCheck: { numRuns: runs(500) } }
   )
 
   for (const type of CHECKED) {
@@ -80,7 +81,7 @@ describe("payload Schemas and the shape rules", () => {
         const refused = checkTypeShape(type, data, 0)
         assert.isUndefined(refused, `${describeCase(type, data)}: ${refused?.message}`)
       },
-      { fastCheck: { numRuns: 200 } }
+      { fastCheck: { numRuns: runs(200) } }
     )
   }
 })

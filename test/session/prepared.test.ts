@@ -24,6 +24,7 @@ import { validateSeed } from "../../src/services/Seed.js"
 import { SessionStore, type SessionStoreShape } from "../../src/services/SessionStore.js"
 import { anyValidLog, appendOptions, asEvents } from "../arbitraries.js"
 import { assertUnchanged, snapshot } from "../helpers/state.js"
+import { runs } from "../suites.js"
 
 const MAX = 64 * 1024 * 1024
 
@@ -123,6 +124,6 @@ describe("one pipeline: the store takes what the session prepared (SPEC ยง3.1, ย
       assert.deepStrictEqual(passed.lines, viaPipeline)
       assert.deepStrictEqual(viaPipeline, log.events.map((e) => JSON.stringify(e)))
     },
-    { fastCheck: { numRuns: 60 } }
+    { fastCheck: { numRuns: runs(60) } }
   )
 })

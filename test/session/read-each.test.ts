@@ -21,6 +21,7 @@ import { type LoadSummary, readPipeline } from "../../src/services/SessionStore.
 import { verifyEach, verifyLoaded } from "../../src/programs/Verify.js"
 import { anyValidLog, mutation } from "../arbitraries.js"
 import { partition } from "../store-contract/contract.js"
+import { runs } from "../suites.js"
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "read-each-"))
 let n = 0
@@ -56,7 +57,7 @@ describe("ReadEach: streamed verification equals the whole read", () => {
         const streamed = yield* verifyEach((sink) => readJsonlFileEach(file, sink), readJsonlFile(file))
         assert.deepStrictEqual(streamed, whole)
       }).pipe(Effect.provide(NodeFileSystem.layer)),
-    { fastCheck: { numRuns: 150 } }
+    { fastCheck: { numRuns: runs(150) } }
   )
 
   it.effect.prop(
@@ -107,6 +108,6 @@ describe("ReadEach: streamed verification equals the whole read", () => {
           if (typeof seq === "number") assert.isAtMost(handed.length, seq)
         }
       }).pipe(Effect.provide(NodeFileSystem.layer)),
-    { fastCheck: { numRuns: 150 } }
+    { fastCheck: { numRuns: runs(150) } }
   )
 })

@@ -29,6 +29,7 @@ import * as SessionLive from "../../src/layers/session/SessionLive.js"
 import { SessionStore, type SessionStoreShape } from "../../src/services/SessionStore.js"
 import { anyValidLog, asEvents } from "../arbitraries.js"
 import * as Seed from "../../src/services/Seed.js"
+import { runs } from "../suites.js"
 
 // ---------------------------------------------------------------------------------------------
 // Backends
@@ -383,7 +384,8 @@ export const storeContract = (
   makeLayer: () => Layer.Layer<SessionStore, unknown, Scope.Scope>,
   options: ContractOptions = {}
 ): void => {
-  const numRuns = options.numRuns ?? 20
+  // a third of the runs in npm test, all of them in test:slow (test/suites.ts `runs`)
+  const numRuns = runs(options.numRuns ?? 20)
   const durable = options.durable
   const fresh = <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.provide(self, makeLayer())
 
@@ -1149,7 +1151,7 @@ const describeDurable = (durable: DurableBackend) => {
             }
           })
         ),
-      { fastCheck: { numRuns: 10 } }
+      { fastCheck: { numRuns: runs(10) } }
     )
 
     it.scoped("J14 create in another instance of an id stored there is SessionExists", () =>
