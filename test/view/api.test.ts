@@ -19,7 +19,7 @@ import { CSP } from "../../src/programs/view/Server.js"
 import { requestAtLog } from "../../src/services/RequestAt.js"
 import type { SessionStoreShape } from "../../src/services/SessionStore.js"
 import { describePg, freshUrl } from "../postgres/helpers.js"
-import { demo, get, hostileSession, HOSTILE_TEXTS, seed, serve } from "./helpers.js"
+import { demo, get, hostileSession, HOSTILE_TEXTS, seed, serve, TOKEN } from "./helpers.js"
 
 interface Backend {
   readonly name: string
@@ -45,8 +45,36 @@ const backends: ReadonlyArray<Backend> = [
 
 const { events: demoEvents } = demo()
 
+/** A server-sent event stream of `{count}` documents: its content type, the next count, and closing it. */
+const sseCounts = async (url: string) => {
+  const controller = new AbortController()
+  const res = await fetch(url, { signal: controller.signal })
+  const reader = res.body!.getReader()
+  const decoder = new TextDecoder()
+  let buffer = ""
+  const counts: Array<number> = []
+  return {
+    type: res.headers.get("content-type"),
+    next: async (): Promise<number> => {
+      while (counts.length === 0) {
+        const { done, value } = await reader.read()
+        if (done) throw new Error("the event stream ended")
+        buffer += decoder.decode(value, { stream: true })
+        let end: number
+        while ((end = buffer.indexOf("\n\n")) >= 0) {
+          const data = /^data: (.*)$/m.exec(buffer.slice(0, end))
+          buffer = buffer.slice(end + 2)
+          if (data !== null) counts.push(JSON.parse(data[1]).count)
+        }
+      }
+      return counts.shift()!
+    },
+    close: async () => controller.abort()
+  }
+}
+
 /** The viewer served over a backend holding the demo and the hostile session (one per backend block). */
-class Served extends Context.Tag("test/view/Served")<Served, { readonly base: string }>() {}
+class Served extends Context.Tag("test/view/Served")<Served, { readonly base: string; readonly store: SessionStoreShape }>() {}
 
 const apiSuite = (backend: Backend) => {
   const served = Layer.scoped(
@@ -55,10 +83,10 @@ const apiSuite = (backend: Backend) => {
       const opened = yield* backend.open
       yield* seed(opened.store, demo())
       yield* seed(opened.store, hostileSession())
-      return { base: yield* serve(opened.store) }
+      return { base: yield* serve(opened.store), store: opened.store }
     }).pipe(Effect.orDie)
   )
-  layer(served, { timeout: 60_000 })(backend.name, (it) => {
+  layer(served, { timeout: 60_000, excludeTestServices: true })(backend.name, (it) => {
     const setup = Served
 
     it.effect("every API request needs the token; the app's page does not; every response carries the CSP", () =>
@@ -164,6 +192,26 @@ const apiSuite = (backend: Backend) => {
         assert.strictEqual(missing.status, 404)
         assert.strictEqual(missing.body.problem.tag, "SessionNotFound")
       }))
+
+    it.effect("live: the count now, then each commit, as server-sent events from the store's follow", () =>
+      Effect.gen(function*() {
+        const { base, store } = yield* setup
+        const id = yield* seed(store, { header: demo().header, events: demoEvents.slice(0, 5) }, `sse-${backend.name}`)
+        assert.strictEqual((yield* get(base, `/api/sessions/${id}/live`, null)).status, 401)
+        assert.strictEqual((yield* get(base, "/api/sessions/no-such-session/live")).status, 404)
+        const events = yield* Effect.acquireRelease(
+          Effect.promise(() => sseCounts(`${base}/api/sessions/${id}/live?token=${TOKEN}`)),
+          (r) => Effect.promise(() => r.close())
+        )
+        assert.strictEqual(events.type, "text/event-stream; charset=utf-8")
+        assert.strictEqual(yield* Effect.promise(() => events.next()), 5)
+        yield* store.append(id, demoEvents.slice(5, 12), { expectedSeq: 5 })
+        // a condition, not a time: the pushed counts reach 12
+        let count = 5
+        while (count < 12) count = yield* Effect.promise(() => events.next())
+        assert.strictEqual(count, 12)
+        assert.strictEqual((yield* get(base, `/api/sessions/${id}/events?offset=10&limit=10`)).body.total, 12)
+      }).pipe(Effect.scoped))
 
     it.effect("session text comes back as data, byte for byte", () =>
       Effect.gen(function*() {
