@@ -23,6 +23,7 @@ import * as PostgresStore from "../../src/layers/sql/postgres/PostgresStore.js"
 import { keylessFleetModel } from "../../src/programs/cli/FleetMain.js"
 import * as Fleet from "../../src/programs/fleet/Fleet.js"
 import { StoreFailure } from "../../src/schema/Errors.js"
+import { SessionStore, type SessionStoreShape } from "../../src/services/SessionStore.js"
 import { withClient } from "../helpers/postgres.js"
 import { describePg } from "../postgres/helpers.js"
 import { freePort, freshDatabase } from "./helpers.js"
@@ -34,12 +35,14 @@ interface Faults {
   down: boolean
   rule: string | undefined
   opens: number
+  /** Appends (batches written) of the session that fail next. */
+  appendFailures: number
 }
 
 const faults = new Map<string, Faults>()
 const faultsOf = (id: string): Faults => {
   let f = faults.get(id)
-  if (f === undefined) faults.set(id, f = { failures: 0, down: false, rule: undefined, opens: 0 })
+  if (f === undefined) faults.set(id, f = { failures: 0, down: false, rule: undefined, opens: 0, appendFailures: 0 })
   return f
 }
 
@@ -69,6 +72,21 @@ const flakyFactory = Layer.effect(
   }))
 )
 
+/** The real store, whose appends fail as `faults` says. */
+const flakyStore = Layer.effect(
+  SessionStore,
+  Effect.map(SessionStore, (store): SessionStoreShape => ({
+    ...store,
+    append: (id, events, options) =>
+      Effect.suspend(() => {
+        const f = faultsOf(id)
+        if (f.appendFailures === 0) return store.append(id, events, options)
+        f.appendFailures--
+        return Effect.fail(new StoreFailure({ method: "append", cause: new Error("timeout exceeded when trying to connect") }))
+      })
+  }))
+)
+
 const fleet = Effect.gen(function*() {
   const url = yield* Effect.promise(freshDatabase)
   const port = yield* Effect.promise(freePort)
@@ -82,6 +100,7 @@ const fleet = Effect.gen(function*() {
   }).pipe(
     Layer.provide(flakyFactory),
     Layer.provide(Fleet.layerSessionFactory({ create: SessionLive.create, open: SessionLive.open })),
+    Layer.provide(flakyStore),
     Layer.provide(PostgresStore.layer({ url })),
     Layer.provide(Layer.merge(keylessFleetModel, HeaderSnapshotterLive.layer)),
     Layer.provide(Toolkit.empty.toLayer({}))
@@ -110,7 +129,7 @@ const storedPrompts = (url: string, session: string) =>
   )
 
 describePg("Fleet: a transient store failure is not a prompt's answer", () => {
-  it.live("retried opens, a store down through redeliveries, and a rule-id failure", () =>
+  it.live("retried opens, a store down through redeliveries, a rule-id failure, a failed checkpoint", () =>
     Effect.gen(function*() {
       const { client, runner, url } = yield* fleet
 
@@ -162,5 +181,16 @@ describePg("Fleet: a transient store failure is not a prompt's answer", () => {
       }
       assert.strictEqual(ruled.opens, 1)
       assert.strictEqual((yield* storedPrompts(url, "s-ruled")).replies.length, 1)
+
+      // an append that fails mid-turn: the checkpoint before the first model call (before the
+      // prompt's user message) fails, the turn ends `error` (CHECKPOINT_FAILED, stored once the
+      // store answers again): not an answer, the prompt runs again in the next turn, answered once
+      const p1 = yield* client("s-append").prompt(new Fleet.PromptRequest({ promptId: "a1", text: "first" }))
+      assert.strictEqual(p1.reason, "completed")
+      faultsOf("s-append").appendFailures = 1
+      const p2 = yield* client("s-append").prompt(new Fleet.PromptRequest({ promptId: "a2", text: "second" }))
+      assert.deepStrictEqual([p2.turn, p2.reason, p2.text, p2.attempt, p2.replayed], [3, "completed", "You said: second", 1, false])
+      assert.deepStrictEqual(yield* client("s-append").prompt(new Fleet.PromptRequest({ promptId: "a2", text: "second" })), p2)
+      yield* verifyStored(url, "s-append", [["a1", "completed"], ["", "error"], ["a2", "completed"]])
     }).pipe(Effect.scoped), { timeout: 60_000 })
 })

@@ -28,7 +28,7 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import { SessionLogError, type StoreFailure } from "../../schema/Errors.js"
+import { SessionLogError, StoreFailure } from "../../schema/Errors.js"
 import type { Event } from "../../schema/Events.js"
 import type { HeaderSnapshotter } from "../../services/HeaderSnapshotter.js"
 import { type AppendError, Session, type SessionShape } from "../../services/Session.js"
@@ -239,7 +239,9 @@ export const layerSessionFactory = (constructors: SessionConstructors): Layer.La
 
 /**
  * One attempt at a prompt found in the log: its turn, the assistant's text in it and, once
- * written, how the turn ended (its `turn/end` reason's kind).
+ * written, how the turn ended (its `turn/end` reason's kind). `storeFailed` is the message of a
+ * turn that ended `error` because a checkpoint could not be written for a transient store failure
+ * (`CHECKPOINT_FAILED` of a `StoreFailure` without a rule id): such a turn did not answer its prompt.
  *
  * @since 0.2.0
  * @category models
@@ -248,6 +250,20 @@ export interface Attempt {
   readonly turn: number
   end: string | undefined
   text: string
+  storeFailed?: string
+}
+
+// how a StoreFailure without a rule id renders (StoreFailure.message), in a CHECKPOINT_FAILED end
+const TRANSIENT_STORE_MESSAGE = "store failure in "
+
+/** The message of a `turn/end` reason that a transient store failure of a checkpoint caused. */
+const storeFailedOf = (reason: unknown): string | undefined => {
+  const r = reason as { readonly kind?: unknown; readonly error?: { readonly code?: unknown; readonly message?: unknown } } | undefined
+  const error = r?.error
+  return r?.kind === "error" && error?.code === "CHECKPOINT_FAILED" && typeof error.message === "string" &&
+      error.message.startsWith(TRANSIENT_STORE_MESSAGE)
+    ? error.message
+    : undefined
 }
 
 const textOf = (content: unknown): string =>
@@ -286,15 +302,22 @@ export const attemptsOf = (events: ReadonlyArray<Event>, promptId: string): Read
       if (a !== undefined) a.text += textOf((data.message as { readonly content?: unknown }).content)
     } else if (e.type === "turn/end") {
       const a = byTurn.get(data.turn as number)
-      if (a !== undefined) a.end = (data.reason as { readonly kind: string }).kind
+      if (a !== undefined) {
+        const reason = data.reason as { readonly kind: string; readonly error?: { readonly code?: unknown; readonly message?: unknown } }
+        a.end = reason.kind
+        const error = reason.error
+        const failed = storeFailedOf(reason)
+        if (failed !== undefined) a.storeFailed = failed
+      }
     }
   }
   return attempts
 }
 
-// a turn cut by a runner's death (repair's closers) or by a shard move (interrupted: `aborted`)
-// did not answer its prompt: the next delivery runs it again
-const answered = (a: Attempt): boolean => a.end !== undefined && a.end !== "interrupted" && a.end !== "aborted"
+// a turn cut by a runner's death (repair's closers) or by a shard move (interrupted: `aborted`),
+// or ended by a store that could not be reached, did not answer its prompt: it is run again
+const answered = (a: Attempt): boolean =>
+  a.end !== undefined && a.end !== "interrupted" && a.end !== "aborted" && a.storeFailed === undefined
 
 /**
  * Options of the entity's behaviour: the agent loop's toolkit, system prompt and route, how the
@@ -462,6 +485,10 @@ export const layer = <Tools extends Record<string, Tool.Any>>(
           yield* s.flush
           const after = attemptsOf(yield* s.events, payload.promptId)
           const mine = after[attempt - 1]
+          // the turn ended because a checkpoint could not be stored (maybe before its user
+          // message was): not an answer, try again
+          const storeFailed = Exit.isSuccess(exit) ? storeFailedOf(exit.value.reason) : undefined
+          if (storeFailed !== undefined) return yield* new StoreFailure({ method: "checkpoint", cause: new Error(storeFailed) })
           return answerOf(payload.promptId, mine ?? { turn: 0, end: "aborted", text: "" }, attempt, false)
         })
 
