@@ -40,7 +40,9 @@ export const CAMPAIGNS: ReadonlyArray<string> = [
   "test/store-contract/sqlite.test.ts",
   "test/store-contract/postgres.test.ts",
   // the ACP snapshots: each scenario replayed on one backend in npm test (`matrix`), on all of them here
-  "test/acp/snapshot.test.ts"
+  "test/acp/snapshot.test.ts",
+  // the compressed file's last frame cut at every byte here, at a sample in npm test
+  "test/crash/truncation.test.ts"
 ]
 
 /** Files that run in `test:slow` only (each takes minutes and guards no rule a faster file misses). */
