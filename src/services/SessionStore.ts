@@ -500,6 +500,13 @@ export interface SessionStoreImpl {
    * pipeline, then its suffix.
    */
   readonly suffix?: (loaded: LoadResult, fromSeq: number) => Effect.Effect<ReadonlyArray<unknown>, ReadError>
+  /**
+   * `readFrom` of a stored session by the backend itself, for one that can seek to `fromSeq`
+   * instead of reading the whole log (SQL: `seq >= ?`) with the same events and errors as the
+   * whole read through the pipeline; `undefined` when the session is not stored (then `load` and
+   * `suffix` answer, as for a backend without one).
+   */
+  readonly readFrom?: (id: string, fromSeq: number) => Effect.Effect<ReadonlyArray<unknown> | undefined, ReadError>
   /** The headers of the stored sessions, in any order. */
   readonly list: () => Effect.Effect<ReadonlyArray<SessionHeader>, StoreFailure>
   /**
@@ -629,6 +636,10 @@ export const make = (impl: SessionStoreImpl): SessionStoreShape => {
       Effect.gen(function*() {
         const bad = checkFromSeq(fromSeq)
         if (bad !== undefined) return yield* bad
+        if (impl.readFrom !== undefined) {
+          const sought = yield* impl.readFrom(id, fromSeq)
+          if (sought !== undefined) return sought
+        }
         const loaded = yield* load(id)
         if (impl.suffix !== undefined) return yield* impl.suffix(loaded, fromSeq)
         const { events } = yield* readPipeline(loaded)

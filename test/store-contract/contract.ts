@@ -274,6 +274,30 @@ export const partition = <A>(events: ReadonlyArray<A>, sizes: ReadonlyArray<numb
   return out
 }
 
+/** `events` followed by a run of `count` text deltas of one block (packed rows where the backend packs). */
+const withDeltas = (events: ReadonlyArray<Event>, count: number): Array<Event> => {
+  const time = events.length === 0 ? 1_000 : (events[events.length - 1] as { readonly time: number }).time
+  return [
+    ...events,
+    ...Array.from({ length: count }, (_, k) =>
+      ({
+        type: "assistant/chunk",
+        seq: events.length + k,
+        time: time + k,
+        data: { turn: 1, step: 1, chunk: { type: "text-delta", index: 0, text: `d${k}` } }
+      }) as unknown as Event)
+  ]
+}
+
+/** The `fromSeq`s a readFrom check tries on a log of `n` events: all of 0 … n + 1 up to 30, else the ends and a stride. */
+const fromSeqsOf = (n: number): Array<number> => {
+  if (n + 2 <= 30) return Array.from({ length: n + 2 }, (_, k) => k)
+  const step = Math.ceil(n / 20)
+  const ks = new Set<number>([0, 1, 2, n - 2, n - 1, n, n + 1, n + 100])
+  for (let k = 3; k < n; k += step) ks.add(k)
+  return [...ks].sort((a, b) => a - b)
+}
+
 // ---------------------------------------------------------------------------------------------
 // Observation helpers
 
@@ -743,6 +767,51 @@ export const storeContract = (
         assert.deepStrictEqual(linesOf(yield* store.readFrom(id, 1)), pluginEvents(0, 4).slice(1).map(encodeEvent))
         assert.deepStrictEqual(linesOf(yield* store.readFrom(id, 3)), [encodeEvent(pluginEvents(0, 4)[3])])
       }).pipe(fresh))
+
+    it.scoped.prop(
+      "§7.1 readFrom(id, k) is load's events from k for every k: random logs with runs of deltas (packed rows), after each append and after replaceLog",
+      {
+        log: validLogArb,
+        deltas: fc.nat(7),
+        sizes: fc.array(fc.integer({ min: 1, max: 12 }), { maxLength: 4 }),
+        replaced: fc.nat(6)
+      },
+      ({ deltas, log, replaced, sizes }) =>
+        Effect.gen(function*() {
+          const store = yield* SessionStore
+          const id = uniqueIds("read-from")
+          yield* store.create(headerFor(id))
+          // readFrom first (the first read of the store instance, or the one after a replaceLog, is
+          // whole; later ones may seek), then load: every k agrees with load's events sliced at k
+          const agree = (expected: ReadonlyArray<Event>) =>
+            Effect.gen(function*() {
+              const lines = expected.map(encodeEvent)
+              const ks = fromSeqsOf(lines.length)
+              const read: Array<Array<string>> = []
+              for (const k of ks) read.push(linesOf(yield* store.readFrom(id, k)))
+              const loaded = linesOf((yield* store.load(id)).events)
+              assert.deepStrictEqual(loaded, lines)
+              ks.forEach((k, i) => assert.deepStrictEqual(read[i], loaded.slice(k), `readFrom(${k})`))
+            })
+          const all = withDeltas(log, deltas)
+          let next = 0
+          for (const batch of partition(all, sizes)) {
+            yield* store.append(id, batch, { expectedSeq: next })
+            next += batch.length
+            yield* agree(all.slice(0, next))
+          }
+          if (next === 0) return
+          const replacement = withDeltas(pluginEvents(0, replaced, "replaced"), deltas)
+          const before = yield* store.load(id)
+          yield* store.replaceLog(id, before.header, replacement, { revision: before.revision, backup: "test" })
+          yield* agree(replacement)
+          const more = pluginEvent(replacement.length)
+          yield* store.append(id, [more], { expectedSeq: replacement.length })
+          yield* agree([...replacement, more])
+        }).pipe(fresh),
+      // 2 runs in npm test on each of six backends (about 2 s between them), 6 in test:slow
+      { fastCheck: { numRuns: runs(6, 2) } }
+    )
 
     it.scoped("§7.1 a streamed read stops at the first failure of its sink, and changes nothing", () =>
       Effect.gen(function*() {

@@ -28,6 +28,7 @@ import { headerRecord, type SessionHeader, validateSessionHeader } from "../../s
 import {
   type EventSink,
   lastOf,
+  type LoadError,
   type LoadResult,
   type LoadSummary,
   type SessionEntry,
@@ -322,28 +323,105 @@ export const loadEach = <E, R>(store: Store, id: string, sink: EventSink<E, R>) 
 
 /** `load` and `loadEach`: with a sink, the events are handed over page by page and not kept. */
 const readSession = <E = never, R = never>(store: Store, id: string, method: string, sink?: EventSink<E, R>) =>
+  inTransaction(store, false, (conn) => readWhole(store, conn, id, sink)).pipe(failures(store, method))
+
+/**
+ * The whole read of a session in the caller's read transaction (`undefined`: not stored). Its
+ * verdict updates `Store.readClean`: every row good (version 1, no torn tail) puts the session in,
+ * anything else (a torn tail, a failure, no session) takes it out.
+ */
+const readWhole = <E = never, R = never>(store: Store, conn: Connection, id: string, sink?: EventSink<E, R>) =>
+  Effect.gen(function*() {
+    const found = yield* store.findSession(id)
+    // not stored: `SessionStore.make` answers for a registered session, or L11
+    if (Option.isNone(found)) return undefined
+    const row = found.value
+    // L6: the stored id must be the requested one
+    if (row.id !== id) return yield* new SessionNotFound({ rule: "L6", sessionId: id, detail: `stored id is "${row.id}"` })
+    const header = yield* storedHeader(store, row)
+    if (sink?.onHeader !== undefined) yield* sink.onHeader(header, row.version)
+    const scanned = (yield* scanEvents(store, conn, id, sink?.onEvents)).result(row.next_seq)
+    if (scanned instanceof StoreCorrupt) return yield* scanned
+    const result: LoadResult & { readonly count: number } = {
+      header,
+      storedVersion: row.version,
+      events: scanned.events,
+      tornTail: scanned.tornTail,
+      revision: String(row.revision),
+      count: scanned.count
+    }
+    return result
+  }).pipe(Effect.onExit((exit) =>
+    Effect.sync(() => {
+      const clean = exit._tag === "Success" && exit.value !== undefined && exit.value.tornTail === undefined &&
+        exit.value.storedVersion === SESSION_FORMAT_VERSION
+      if (clean) store.readClean.add(id)
+      else store.readClean.delete(id)
+    })
+  ))
+
+/**
+ * What `readFrom` read: the events from the row holding `fromSeq` on (a seek; not yet checked for
+ * vocabulary), or the whole log (to go through the read pipeline), or nothing when the session is
+ * not stored.
+ */
+export type FromRead =
+  | { readonly _tag: "Sought"; readonly events: ReadonlyArray<Event> }
+  | { readonly _tag: "Whole"; readonly loaded: LoadResult }
+  | undefined
+
+/**
+ * `readFrom`'s backend read in one read transaction (SPEC §7.5 "`readFrom` seeks with
+ * `seq >= ?`"; docs/follow.md "Mechanisms"). A session this store instance has read whole and
+ * found good (`Store.readClean`), of version 1, seeks: its `sessions` row (the header checked as
+ * `load` checks it), then the rows from the one holding `fromSeq` (a packed row may start before
+ * it) classified as `load` classifies them, `next_seq` included. Anything the seek cannot answer
+ * exactly as the whole read would (a first read of the session, another version, a gap at the
+ * seek point, a defect or torn tail after it, a seq beyond 2^53) takes the whole read instead,
+ * whose verdict decides. In-protocol writes (appends, replaceLog) never damage rows below
+ * `next_seq`; damage written into them by hand after the read that found them good is seen by
+ * `load` and `verify`, not by a seek from past it.
+ */
+export const readFrom = (store: Store, id: string, fromSeq: number): Effect.Effect<FromRead, LoadError> =>
   inTransaction(store, false, (conn) =>
     Effect.gen(function*() {
-      const found = yield* store.findSession(id)
-      // not stored: `SessionStore.make` answers for a registered session, or L11
-      if (Option.isNone(found)) return undefined
-      const row = found.value
-      // L6: the stored id must be the requested one
-      if (row.id !== id) return yield* new SessionNotFound({ rule: "L6", sessionId: id, detail: `stored id is "${row.id}"` })
-      const header = yield* storedHeader(store, row)
-      if (sink?.onHeader !== undefined) yield* sink.onHeader(header, row.version)
-      const scanned = (yield* scanEvents(store, conn, id, sink?.onEvents)).result(row.next_seq)
-      if (scanned instanceof StoreCorrupt) return yield* scanned
-      const result: LoadResult & { readonly count: number } = {
-        header,
-        storedVersion: row.version,
-        events: scanned.events,
-        tornTail: scanned.tornTail,
-        revision: String(row.revision),
-        count: scanned.count
+      if (store.readClean.has(id)) {
+        const found = yield* store.findSession(id)
+        const row = Option.isSome(found) ? found.value : undefined
+        if (row !== undefined && row.id === id && row.version === SESSION_FORMAT_VERSION && row.next_seq > 0) {
+          yield* storedHeader(store, row)
+          const events = yield* seek(store, conn, id, fromSeq, row.next_seq)
+          if (events !== undefined) return { _tag: "Sought", events } as const
+        }
       }
-      return result
-    })).pipe(failures(store, method))
+      const loaded = yield* readWhole(store, conn, id)
+      return loaded === undefined ? undefined : { _tag: "Whole", loaded } as const
+    })).pipe(failures(store, "load"))
+
+/**
+ * The good events from `fromSeq` of a log whose rows below the seek point were found good, read
+ * from the row holding `min(fromSeq, nextSeq - 1)`; `undefined` when only the whole read can tell.
+ */
+const seek = (store: Store, conn: Connection, id: string, fromSeq: number, nextSeq: number) =>
+  Effect.gen(function*() {
+    const start = Math.min(fromSeq, nextSeq - 1)
+    const [first] = yield* conn.executeValues(store.statements.rowAt, [id, start])
+    if (!isEventRow(first) || first[0] < 0 || !Number.isSafeInteger(first[0]) || rowEnd(first) <= start) return undefined
+    const scan = new RowScan(first[0], store.location)
+    const pageRows = store.dialect.pageRows
+    let from = first[0]
+    for (;;) {
+      const page = yield* store.runValues(conn, "events-page", store.statements.eventsPage, [id, from, pageRows])
+      if (scan.feed(page) !== undefined) return undefined
+      if (page.length < pageRows) break
+      from = scan.end
+      if (!Number.isSafeInteger(from)) return undefined
+    }
+    const verdict = scan.result(nextSeq)
+    if (verdict instanceof StoreCorrupt || verdict.tornTail !== undefined) return undefined
+    // every row good and contiguous from first[0]: the event at index i has seq first[0] + i
+    return verdict.events.slice(fromSeq - first[0])
+  })
 
 /** Headers of the stored sessions; a row whose header cannot be read is skipped with a warning. */
 export const list = (store: Store) =>
@@ -407,6 +485,10 @@ const sessionRows = (store: Store, rows: ReadonlyArray<unknown>) =>
     return headers
   })
 
+/** After this instance rewrites a log (whatever the outcome), its next `readFrom` reads it whole again. */
+const forgetClean = (store: Store, id: string) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
+  Effect.ensuring(self, Effect.sync(() => void store.readClean.delete(id)))
+
 /** Delete a whole session (its rows, then its sessions row) if it is still at `revision` (L8). */
 export const discard = (store: Store, id: string, revision: string) =>
   inTransaction(store, true, (conn) =>
@@ -419,7 +501,7 @@ export const discard = (store: Store, id: string, revision: string) =>
         yield* store.runRaw(conn, "delete-from", store.statements.deleteFrom, [id, LOWEST_SEQ])
         yield* store.sql`DELETE FROM sessions WHERE id = ${id}`
       })
-    )).pipe(failures(store, "discard"), Effect.asVoid)
+    )).pipe(failures(store, "discard"), Effect.asVoid, forgetClean(store, id))
 
 /** Delete the torn tail `load` reported, if the log is still at `revision` and still torn there (L8). */
 export const truncateTornTail = (store: Store, id: string, tornTail: TornTail, revision: string) =>
@@ -436,7 +518,7 @@ export const truncateTornTail = (store: Store, id: string, tornTail: TornTail, r
       }
       yield* conn.executeRaw(store.statements.deleteFrom, [id, now.fromSeq])
       yield* notifying(store, conn, id, sql`UPDATE sessions SET next_seq = ${now.fromSeq}, revision = revision + 1 WHERE id = ${id}`)
-    })).pipe(failures(store, "truncateTornTail"))
+    })).pipe(failures(store, "truncateTornTail"), forgetClean(store, id))
 
 /** The stored content of a session as JSONL text (§7.4.2); a defective row is kept as stored. */
 const backupContent = (store: Store, conn: Connection, row: SessionRow) =>
@@ -489,4 +571,4 @@ export const replaceLog = (
                    revision = revision + 1
                  WHERE id = ${id}`
       yield* notifying(store, conn, id, insertEvents(store, conn, id, batch.events, batch.lines))
-    })).pipe(failures(store, "replaceLog"))
+    })).pipe(failures(store, "replaceLog"), forgetClean(store, id))

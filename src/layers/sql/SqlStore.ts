@@ -16,7 +16,14 @@ import type { Event } from "../../schema/Events.js"
 import { checkVocabulary } from "../../schema/Validation.js"
 import { DEFAULT_MAX_EVENT_BYTES, SESSION_FORMAT_VERSION } from "../../schema/Format.js"
 import { prepareBatch } from "../../services/PrepareEvent.js"
-import { make as makeSessionStore, readPipeline, SessionStore, type SessionStoreShape } from "../../services/SessionStore.js"
+import {
+  type LoadResult,
+  make as makeSessionStore,
+  type ReadError,
+  readPipeline,
+  SessionStore,
+  type SessionStoreShape
+} from "../../services/SessionStore.js"
 import { prepareDatabase, type SqlDialect, storeFailure } from "./Dialect.js"
 import { makeStore } from "./StoreContext.js"
 import * as Operations from "./Operations.js"
@@ -77,6 +84,21 @@ export const make = (
       ? yield* reserveReusing(sql, options.keepConnections ?? 0, dialect.alive)
       : reservePerOperation(sql)
     const store = makeStore(sql, dialect, location, lease, layout, options.packChunks !== false)
+    // K7 checks the returned suffix (SPEC §8.2 "seek reads")
+    const vocabulary = (suffix: ReadonlyArray<Event>) =>
+      Effect.suspend(() => {
+        for (const e of suffix) {
+          const unknown = checkVocabulary(e.type, e.ignorable, e.seq, "K7")
+          if (unknown !== undefined) return Effect.fail(unknown)
+        }
+        return Effect.succeed(suffix)
+      })
+    // a log of another version takes the sequential pipeline (v0: converted whole, then sliced)
+    const suffix = (loaded: LoadResult, fromSeq: number) =>
+      loaded.storedVersion !== SESSION_FORMAT_VERSION
+        ? Effect.map(readPipeline(loaded), ({ events }) => events.slice(fromSeq))
+        // a version-1 load of this store yields envelopes (rowToEvents) only
+        : vocabulary(loaded.events.slice(fromSeq) as ReadonlyArray<Event>)
 
     return makeSessionStore({
       name: "SqlStore",
@@ -90,21 +112,18 @@ export const make = (
       load: (id) => Operations.load(store, id),
       loadEach: (id, sink) => Operations.loadEach(store, id, sink),
       // The suffix of the whole read (§7.1): the rows below fromSeq are classified too (a defect
-      // there means a torn tail or L2, never a suffix read past it). K7 checks the returned suffix
-      // (SPEC §8.2 "seek reads"); a log of another version takes the sequential pipeline.
-      suffix: (loaded, fromSeq) =>
-        Effect.gen(function*() {
-          if (loaded.storedVersion !== SESSION_FORMAT_VERSION) {
-            return (yield* readPipeline(loaded)).events.slice(fromSeq)
-          }
-          // a version-1 load of this store yields envelopes (rowToEvents) only
-          const suffix = loaded.events.slice(fromSeq) as ReadonlyArray<Event>
-          for (const e of suffix) {
-            const unknown = checkVocabulary(e.type, e.ignorable, e.seq, "K7")
-            if (unknown !== undefined) return yield* unknown
-          }
-          return suffix
-        }),
+      // there means a torn tail or L2, never a suffix read past it). The path of a session this
+      // instance has not read (only registered, or the race of a first append).
+      suffix,
+      // A seek where the rows below fromSeq are known good (Operations.readFrom), else the whole
+      // read and its suffix: the same events and errors either way.
+      readFrom: (id, fromSeq) =>
+        Effect.flatMap(Operations.readFrom(store, id, fromSeq), (read): Effect.Effect<ReadonlyArray<unknown> | undefined, ReadError> =>
+          read === undefined
+            ? Effect.succeed(undefined)
+            : read._tag === "Whole"
+            ? suffix(read.loaded, fromSeq)
+            : vocabulary(read.events)),
       list: () => Operations.list(store),
       listEntries: () => Operations.listEntries(store),
       ...(dialect.wakeups === undefined ? {} : { wakeups: dialect.wakeups }),

@@ -31,6 +31,8 @@ export interface Statements {
   readonly advance: string
   /** Rows of a session from a seq on, a page at a time. */
   readonly eventsPage: string
+  /** The last row of a session starting at or before a seq (the row holding it, unless there is a gap). */
+  readonly rowAt: string
   /** Rows of a session from a position on (a limit, then an offset). */
   readonly eventsByPosition: string
   /** Every row of a session. */
@@ -54,6 +56,7 @@ const compileStatements = (sql: SqlClient.SqlClient, layout: RowLayout, advanceR
     advance: text(sql`UPDATE sessions SET next_seq = ${0}, revision = revision + 1 WHERE id = ${""} AND next_seq = ${0}`) +
       (advanceReturning === undefined ? "" : ` ${advanceReturning}`),
     eventsPage: text(sql`${select} WHERE session_id = ${""} AND seq >= ${0} ORDER BY seq LIMIT ${0}`),
+    rowAt: text(sql`${select} WHERE session_id = ${""} AND seq <= ${0} ORDER BY seq DESC LIMIT 1`),
     eventsByPosition: text(sql`${select} WHERE session_id = ${""} ORDER BY seq LIMIT ${0} OFFSET ${0}`),
     allEvents: text(sql`${select} WHERE session_id = ${""} ORDER BY seq`),
     insertEvents: (rows) => rows > 128 ? insertText(rows) : (insertCache[rows] ??= insertText(rows)),
@@ -88,6 +91,12 @@ export interface Store {
   ) => Effect.Effect<ReadonlyArray<unknown>, SqlError>
   /** Sessions registered in this store instance and not yet materialised by it. */
   readonly registry: Registry
+  /**
+   * The sessions whose last whole read by this store instance found every row good (version 1,
+   * no torn tail, no defect): `readFrom` of those seeks (`Operations.readFrom`). A read that finds
+   * a defect, and this instance's own rewrites of a log, take the session out again.
+   */
+  readonly readClean: Set<string>
   readonly findSession: (id: string) => Query<Option.Option<SessionRow>>
   /** `findSession` in a write transaction: the row stays locked until COMMIT (`SqlDialect.lockSessionRow`). */
   readonly lockSession: (id: string) => Query<Option.Option<SessionRow>>
@@ -130,6 +139,7 @@ export const makeStore = (
   statements: compileStatements(sql, layout, dialect.advanceReturning),
   ...runners(dialect),
   registry: makeRegistry(),
+  readClean: new Set(),
   findSession: SqlSchema.findOne({
     Request: Schema.String,
     Result: SessionRow,
