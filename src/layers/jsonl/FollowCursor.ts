@@ -11,7 +11,7 @@ import * as Effect from "effect/Effect"
 import { readPipeline, type SessionStoreImpl } from "../../services/SessionStore.js"
 import type { ScanResume } from "./LineScanner.js"
 import { type ScanOutcome, scanFile, scanFileFrom, toLoadResult } from "./Reader.js"
-import { type Pieces, scanOptions } from "./StoreContext.js"
+import { hintFromRead, type Pieces, scanOptions } from "./StoreContext.js"
 
 interface Cursor {
   readonly file: string
@@ -78,5 +78,52 @@ export const followReader = (p: Pieces): NonNullable<SessionStoreImpl["followRea
       const { events } = yield* readPipeline(toLoadResult(scanned))
       cursor = cursorOf(found.file, scanned, at, events)
       return overlap === 1 ? [at.last, ...events] : events
+    })
+}
+
+/** How many checkpoints `readFrom` keeps per session file. */
+const CHECKPOINTS_PER_FILE = 8
+
+/**
+ * `readFrom` of one JSONL store instance (`SessionStoreImpl.readFrom`; docs/follow.md "JSONL"):
+ * the end of each read of a session file's committed prefix is kept as a checkpoint (the file's
+ * identity, byte offset, next seq and line count; at most 8 per file). A read from `fromSeq` at or
+ * after a checkpoint of the same file scans only the bytes from the nearest one, as a follower's
+ * cursor does; any other read (no such checkpoint, another identity or a shorter file, a session
+ * whose appends wait for a load (S8), the compressed layout, a v0 file) is the whole read through
+ * the pipeline, as `load` reads it. `undefined` when the file is not there.
+ */
+export const checkpointedReadFrom = (p: Pieces): NonNullable<SessionStoreImpl["readFrom"]> => {
+  const kept = new Map<string, ReadonlyArray<Cursor>>()
+  const keep = (file: string, cursor: Cursor | undefined, others: ReadonlyArray<Cursor>) => {
+    const same = others.filter((c) => cursor !== undefined && c.ino === cursor.ino && c.resume.nextSeq !== cursor.resume.nextSeq)
+    const all = cursor === undefined ? same : [...same, cursor].sort((a, b) => a.resume.nextSeq - b.resume.nextSeq)
+    if (all.length === 0) kept.delete(file)
+    else kept.set(file, all.slice(-CHECKPOINTS_PER_FILE))
+  }
+  return (id, fromSeq) =>
+    Effect.gen(function*() {
+      const found = yield* scanOptions(p, id, "load", true)
+      if (found === undefined) return undefined
+      const known = kept.get(found.file) ?? []
+      let at: Cursor | undefined
+      if (!p.sessions.isSuspect(id)) for (const c of known) if (c.resume.nextSeq <= fromSeq) at = c
+      if (at !== undefined) {
+        const scanned = yield* scanFileFrom(p.fs, found.file, at.ino, { ...found.options, resume: at.resume }, "load")
+        if (scanned !== undefined) {
+          // the vocabulary (K7) of the events after the checkpoint; the version is the earlier scan's
+          const { events } = yield* readPipeline(toLoadResult(scanned))
+          keep(found.file, cursorOf(found.file, scanned, at, events), known)
+          return events.slice(fromSeq - at.resume.nextSeq)
+        }
+      }
+      const scanned = yield* scanFile(p.fs, found.file, found.options, "load")
+      if (scanned === undefined) return undefined
+      p.sessions.clearSuspect(id)
+      hintFromRead(p, id, found.file, scanned)
+      const { events } = yield* readPipeline(toLoadResult(scanned)).pipe(Effect.tapError(() => Effect.sync(() => kept.delete(found.file))))
+      // a whole read's verdict replaces the checkpoints of earlier reads
+      keep(found.file, cursorOf(found.file, scanned, undefined, events), [])
+      return events.slice(fromSeq)
     })
 }

@@ -39,7 +39,7 @@ import { scanFile, scanFileEach, toLoadResult } from "./Reader.js"
 import * as JsonlSessions from "./SessionCache.js"
 import { append } from "./Append.js"
 import * as Watch from "./Watch.js"
-import { followReader } from "./FollowCursor.js"
+import { checkpointedReadFrom, followReader } from "./FollowCursor.js"
 import { changedSinceRead, hintFromRead, mapFs, type Pieces, rescan, scanOptions, underLock } from "./StoreContext.js"
 
 export type {
@@ -193,6 +193,7 @@ export const make = (
       listEntries: () => listEntries(p),
       wakeups: (id) => Watch.wakeups(p.files.candidates(id).map((c) => c.file)),
       followReader: followReader(p),
+      readFrom: checkpointedReadFrom(p),
       truncateTornTail: (id, tornTail, { revision }) => truncateTornTail(p, id, tornTail, revision),
       replaceLog: (id, header, events, { revision }) => replaceLog(p, id, header, events, revision),
       discard: (id, { revision }) => discard(p, path, id, revision)
