@@ -41,10 +41,15 @@ afterAll(() => {
 })
 
 /** Run `session-log import <store> big.jsonl`, send `signal` once `ready()` holds (polled), and wait. */
-const interruptImport = (store: string, signal: NodeJS.Signals, ready: () => boolean | Promise<boolean>) =>
+const interruptImport = (
+  store: string,
+  signal: NodeJS.Signals,
+  ready: () => boolean | Promise<boolean>,
+  source: ReadonlyArray<string> = [big]
+) =>
   new Promise<{ readonly code: number | null; readonly signalled: boolean; readonly hung: boolean; readonly stderr: string }>(
     (resolve) => {
-      const child = spawn(process.execPath, [BIN, "import", "--store", store, big], {
+      const child = spawn(process.execPath, [BIN, "import", "--store", store, ...source], {
         cwd: dir,
         env: { ...process.env, SESSION_LOG_BUNDLE: bundle, NO_COLOR: "1" },
         stdio: ["ignore", "ignore", "pipe"]
@@ -94,12 +99,12 @@ const sqliteRows = (file: string): string => {
   }
 }
 
-/** How many rows of session "big" a SQLite store has committed. */
-const sqliteBigRows = (file: string): boolean => {
+/** Whether a SQLite store has committed rows of session `id`. */
+const sqliteBigRows = (file: string, id = "big"): boolean => {
   try {
     const db = new Database(file, { readonly: true, fileMustExist: true })
     try {
-      return (db.prepare("SELECT count(*) AS n FROM event_rows WHERE session_id = 'big'").get() as { n: number }).n > 0
+      return (db.prepare("SELECT count(*) AS n FROM event_rows WHERE session_id = ?").get(id) as { n: number }).n > 0
     } finally {
       db.close()
     }
@@ -175,4 +180,44 @@ describe("an interrupted import into an existing store leaves no partial session
       await dropSchema(server, schema)
     }
   })
+
+  it("import --from claude-code into a SQLite store: the transcript's partial session is removed (SessionWriter.undoBegun)", async () => {
+    const db = path.join(dir, "transcripts.db")
+    const first = await runCli(bundle, ["import", "--store", db, small], dir)
+    assert.strictEqual(first.code, 0, first.stderr)
+    const before = sqliteRows(db)
+    const transcript = path.join(dir, "chat.jsonl")
+    writeTranscript(transcript, 20_000)
+    const r = await interruptImport(db, "SIGINT", () => sqliteBigRows(db, "claude-code:chat-session"), ["--from", "claude-code", transcript])
+    console.log(`transcript: signalled ${r.signalled}, exit ${r.code}`)
+    assert.isFalse(r.hung, "the import ended after the signal")
+    const ids = json(await runCli(bundle, ["list", "--json", "--store", db], dir)).map((s: { id: string }) => s.id)
+    const verify = await runCli(bundle, ["verify", "--json", "--store", db], dir)
+    assert.strictEqual(verify.code, 0, verify.stdout + verify.stderr)
+    if (r.code === 0) return assert.deepStrictEqual(ids, ["keep", "claude-code:chat-session"], "it finished before the signal: the session is whole")
+    assert.strictEqual(r.code, 130, r.stderr)
+    assert.match(r.stderr, /the partial session "claude-code:chat-session" was removed/)
+    assert.deepStrictEqual(ids, ["keep"], "exactly the sessions the store held before")
+    assert.strictEqual(sqliteRows(db), before)
+  })
 })
+
+/** A Claude Code transcript of `turns` turns (a prompt, a call, a 1 KiB result, an answer each). */
+const writeTranscript = (file: string, turns: number) => {
+  const base = { isSidechain: false, userType: "external", cwd: "/home/ada/chat", sessionId: "chat-session", version: "2.1.39" }
+  const payload = "y".repeat(1024)
+  const lines: Array<string> = []
+  let parent: string | null = null
+  const rec = (fields: Record<string, unknown>) => {
+    const uuid = `u${lines.length + 1}`
+    lines.push(JSON.stringify({ ...base, parentUuid: parent, uuid, timestamp: new Date(Date.UTC(2026, 0, 1) + lines.length * 1000).toISOString(), ...fields }))
+    parent = uuid
+  }
+  for (let i = 0; i < turns; i++) {
+    rec({ type: "user", message: { role: "user", content: `prompt ${i}` } })
+    rec({ type: "assistant", message: { id: `msg_${i}`, role: "assistant", model: "claude-x", content: [{ type: "tool_use", id: `toolu_${i}`, name: "Read", input: { file_path: `/f${i}` } }] } })
+    rec({ type: "user", message: { role: "user", content: [{ type: "tool_result", tool_use_id: `toolu_${i}`, content: payload }] } })
+    rec({ type: "assistant", message: { id: `msg_${i}b`, role: "assistant", model: "claude-x", content: [{ type: "text", text: `done ${i}` }] } })
+  }
+  fs.writeFileSync(file, lines.join("\n") + "\n")
+}

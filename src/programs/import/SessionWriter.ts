@@ -14,7 +14,7 @@ import { applyPlan, isPlan, planSurface } from "../../services/SurfaceManager.js
 import { SessionStore, type SessionStoreShape } from "../../services/SessionStore.js"
 import { errorReport } from "../Verify.js"
 import type { BuildCounts } from "./LogBuilder.js"
-import { IMPORT_END, IMPORT_ORIGIN, type SessionReport } from "./TranscriptImport.js"
+import { IMPORT_END, IMPORT_ORIGIN, KnownIds, type SessionReport } from "./TranscriptImport.js"
 import { isObject } from "./SourceLines.js"
 
 /** A session this import may write: new, replaced (`--force`), already imported, or refused. */
@@ -134,6 +134,7 @@ export class SessionWriter {
   private readonly all: Array<Event> = []
   private stored = 0
   private created = false
+  private closed = false
   /**
    * The first failure of this session, if any.
    *
@@ -192,12 +193,34 @@ export class SessionWriter {
   }
 
   /**
+   * Undo an unfinished new session (its import interrupted before `close`): discard it when it
+   * holds no more events than this writer appended; otherwise, or when that fails, keep it and say so.
+   *
+   * @since 0.2.0
+   */
+  undo(): Effect.Effect<void> {
+    const id = this.header.id
+    if (this.mode !== "new" || !this.created || this.closed) return Effect.void
+    return Effect.gen(this, function*() {
+      const read = yield* this.store.loadEach(id, { onEvents: () => Effect.void })
+      if (read.count > this.stored) {
+        return yield* Effect.logWarning(`import interrupted: session "${id}" holds events this import did not write; it was kept`)
+      }
+      yield* this.store.discard(id, { revision: read.revision })
+      yield* Effect.logWarning(`import interrupted: the partial session "${id}" was removed`)
+    }).pipe(
+      Effect.catchAll((e) => Effect.logWarning(`import interrupted: the partial session "${id}" could not be removed`, e))
+    )
+  }
+
+  /**
    * Write what is left; the outcome of this session.
    *
    * @since 0.2.0
    */
   close(counts: BuildCounts): Effect.Effect<SessionReport> {
     return Effect.gen(this, function*() {
+      this.closed = true
       if (this.mode === "new") yield* this.flush()
       if (this.mode === "replace" && this.error === undefined) {
         const loaded = yield* Effect.either(this.store.load(this.header.id))
@@ -245,7 +268,9 @@ export const openWriter = (header: SessionHeader, existing: Set<string>, force: 
     const store = yield* SessionStore
     if (!existing.has(header.id)) {
       existing.add(header.id)
-      return new SessionWriter(store, header, "new")
+      const writer = new SessionWriter(store, header, "new")
+      if (existing instanceof KnownIds) existing.begun.push(writer)
+      return writer
     }
     const state = yield* Effect.either(importState(store, header.id))
     if (state._tag === "Left") return new SessionWriter(store, header, "refused", state.left as SessionLogError)

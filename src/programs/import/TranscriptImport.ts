@@ -276,6 +276,33 @@ export const compressedReport = (file: string, format: TranscriptFormat): FileRe
   )
 
 /**
+ * The session ids an import run knows (those stored before it and those it writes), and the
+ * writers of the new sessions it began: an interrupted run undoes what those wrote (`undoBegun`; the writers are `SessionWriter`s).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export class KnownIds extends Set<string> {
+  /**
+   * The writers of new sessions, in the order they were opened.
+   *
+   * @since 0.2.0
+   */
+  readonly begun: Array<{ readonly undo: () => Effect.Effect<void> }> = []
+}
+
+/**
+ * Remove the new sessions an interrupted import run began and did not close: each one whose log
+ * holds no more events than the run appended is discarded (`SessionStore.discard`, at the revision
+ * read); one another writer appended to stays. Each outcome is logged (stderr for the CLI).
+ *
+ * @since 0.2.0
+ * @category utils
+ */
+export const undoBegun = (known: KnownIds): Effect.Effect<void> =>
+  Effect.forEach(known.begun, (writer) => writer.undo(), { discard: true })
+
+/**
  * Import every transcript at `path` with `importFile`, one report per file (a file that cannot be
  * read is reported, and the others go on; a compressed one is reported as not read).
  *
@@ -289,8 +316,17 @@ export const importPath = <R>(
 ) =>
   Effect.gen(function*() {
     const files = yield* Effect.mapError(transcriptFiles(path), (cause) => new StoreFailure({ method: "import", cause, detail: `cannot read ${path}` }))
-    const existing = yield* storedIds
+    // an interrupt (SIGINT) undoes the new sessions begun and not finished (SessionWriter.undoBegun)
+    const existing = new KnownIds(yield* storedIds)
     const reports: Array<FileReport> = []
-    for (const file of files) reports.push(file.endsWith(COMPRESSED) ? compressedReport(file, format) : yield* importFile(file, existing))
+    yield* Effect.onInterrupt(
+      Effect.suspend(() =>
+        Effect.forEach(files, (file) =>
+          file.endsWith(COMPRESSED)
+            ? Effect.sync(() => void reports.push(compressedReport(file, format)))
+            : Effect.map(importFile(file, existing), (report) => void reports.push(report)), { discard: true })
+      ),
+      () => undoBegun(existing)
+    )
     return reports
   })
