@@ -105,6 +105,9 @@ describe("help", () => {
       const commands = commandRows(r.stdout)
       assert.deepStrictEqual(commands.map((l) => l.trim().split(/\s+/)[0]), COMMANDS)
       for (const l of commands) assert.match(l, /^ {2}\S+\s{2,}\S/, `a description for ${l.trim()}`)
+      // the global options keep their descriptions, not @effect/cli's type boilerplate (issue 27)
+      assert.notMatch(r.stdout, /This setting is optional|A true or false value|One of the following/, args.join(" "))
+      assert.match(r.stdout, /Show the help documentation for a command\./)
     }
   })
 

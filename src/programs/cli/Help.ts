@@ -32,10 +32,10 @@ const render = (doc: HelpDoc.HelpDoc): string => {
 
 /**
  * The sentences @effect/cli adds to every option and argument about its type and optionality
- * ("A user-defined piece of text.", "This setting is optional."): each option has a description of
+ * ("A user-defined piece of text.", "This setting is optional.", "One of the following: …"): each option has a description of
  * its own, and its usage line shows what it takes and whether it is optional.
  */
-const BOILERPLATE = /^(A user-defined piece of text|This setting is optional|A true or false value|An integer|A floating point number|A date without a time-zone in the ISO-8601 format|A user-defined piece of text that is confidential|This setting is a repeated argument|This setting is a property argument)\.?$/
+const BOILERPLATE = /^(A user-defined piece of text|This setting is optional|A true or false value|An integer|A floating point number|A date without a time-zone in the ISO-8601 format|A user-defined piece of text that is confidential|This setting is a repeated argument|This setting is a property argument|One of the following: .*)\.?$/
 
 const plain = (doc: HelpDoc.HelpDoc): string => stripAnsi(HelpDoc.toAnsiText(doc)).trim()
 
@@ -120,7 +120,7 @@ export const rootHelp = (
     `${bold(PROGRAM)} ${info.version}: ${info.description}\n`,
     section("USAGE", [`$ ${PROGRAM} <command> [options] [arguments]`, `$ ${PROGRAM} <command> --help`]),
     section("COMMANDS", names.map((n, i) => `  ${n.padEnd(width)}  ${descriptionOf(commands[i])}`)),
-    render(globals).trimEnd(),
+    render(withoutBoilerplate(globals)).trimEnd(),
     "",
     `Run \`${PROGRAM} <command> --help\` for the arguments and options of a command.`
   ].join("\n")
