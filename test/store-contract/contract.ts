@@ -29,6 +29,10 @@ import * as SessionLive from "../../src/layers/session/SessionLive.js"
 import { SessionStore, type SessionStoreShape } from "../../src/services/SessionStore.js"
 import { anyValidLog, asEvents } from "../arbitraries.js"
 import * as Seed from "../../src/services/Seed.js"
+import * as NodeFs from "node:fs"
+import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
+import { bundleScript, repo } from "../helpers/processes.js"
 import { runs } from "../suites.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -1358,18 +1362,29 @@ interface ChildResult {
   readonly stderr: string
 }
 
-const childScript = new URL("./child-append.ts", import.meta.url).pathname
-const tsxBin = new URL("../../node_modules/.bin/tsx", import.meta.url).pathname
+/**
+ * `child-append.ts` bundled once per test process (esbuild, CommonJS: the native addons resolve
+ * through NODE_PATH), so each child starts in a fraction of tsx's time; removed at exit.
+ */
+let childBundle: string | undefined
+const childScript = (): string => {
+  if (childBundle === undefined) {
+    const dir = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "store-contract-child-"))
+    process.once("exit", () => NodeFs.rmSync(dir, { recursive: true, force: true }))
+    childBundle = bundleScript("test/store-contract/child-append.ts", NodePath.join(dir, "child-append.cjs"))
+  }
+  return childBundle
+}
 
 /**
- * Start `child-append.ts` (the same as `npx tsx test/store-contract/child-append.ts ...`) with a
- * go barrier; `ready` completes when it has opened its store, `result` when it has exited.
+ * Start `child-append.ts` (the same as `npx tsx test/store-contract/child-append.ts ...`, bundled)
+ * with a go barrier; `ready` completes when it has opened its store, `result` when it has exited.
  */
 const startChild = (kind: string, location: string, id: string, count: number, startSeq: number, go: string) =>
   Effect.gen(function*() {
     const proc = yield* Command.start(
-      Command.make(tsxBin, childScript, kind, location, id, String(count), String(startSeq)).pipe(
-        Command.env({ STORE_CONTRACT_GO: go })
+      Command.make(process.execPath, childScript(), kind, location, id, String(count), String(startSeq)).pipe(
+        Command.env({ STORE_CONTRACT_GO: go, NODE_PATH: NodePath.join(repo, "node_modules") })
       )
     )
     const ready = yield* Deferred.make<void>()
