@@ -4,12 +4,17 @@
  * last committed record, the next seq, the line count); each later read of the same file scans
  * only the bytes from there. A file replaced meanwhile (another identity: `migrate`, `compact`,
  * `replaceLog` and repairs rename a new file in) or shorter than that offset is read whole again,
- * and the follower then checks that it still holds the event delivered last. The compressed
- * layout and a v0 file are read whole each time.
+ * and the follower then checks that it still holds the event delivered last. A compressed file
+ * is followed the same way from the byte offset after the last sound frame read, keeping the
+ * state its next frame needs to decode (the deflate segment's last 32 KiB of text); while the
+ * file ends in a brotli segment (the layout's first version: its stream state is not kept) it is
+ * read whole each time, until an append starts a deflate segment. A v0 file is read whole each
+ * time. `readFrom`'s checkpoints keep no compressed state: a compressed file is read whole there.
  */
 import * as Effect from "effect/Effect"
 import { readPipeline, type SessionStoreImpl } from "../../services/SessionStore.js"
 import type { ScanResume } from "./LineScanner.js"
+import type { FrameResume } from "./FrameScanner.js"
 import { type ScanOutcome, scanFile, scanFileFrom, toLoadResult } from "./Reader.js"
 import { hintFromRead, type Pieces, scanOptions } from "./StoreContext.js"
 
@@ -19,18 +24,32 @@ interface Cursor {
   readonly resume: ScanResume
   /** The event at `resume.nextSeq - 1`, as read (the follower's overlap check re-reads it). */
   readonly last: unknown
+  /** A compressed file: where its frames go on (`resume` is then `frames.lines`, in text offsets). */
+  readonly frames?: FrameResume
 }
 
-/** Where a scan's committed prefix ends, when the next read can start there. */
-const cursorOf = (file: string, scanned: ScanOutcome, before: Cursor | undefined, fresh: ReadonlyArray<unknown>): Cursor | undefined => {
+/**
+ * Where a scan's committed prefix ends, when the next read can start there; a compressed file's
+ * only with `compressed` (a follower's cursor) and when it ends in a deflate segment.
+ */
+const cursorOf = (
+  file: string,
+  scanned: ScanOutcome,
+  before: Cursor | undefined,
+  fresh: ReadonlyArray<unknown>,
+  compressed = false
+): Cursor | undefined => {
   const { result } = scanned
-  if (result.compressed === true || result.storedVersion !== 1 || result.nextSeq === 0) return undefined
+  if (result.storedVersion !== 1 || result.nextSeq === 0) return undefined
+  if (result.compressed === true && (!compressed || scanned.frames === undefined)) return undefined
   const torn = result.tornTail
   const extent = result.tornTailExtent
   // a torn tail: the next read starts at its first byte, with the lines before it
   if (torn !== undefined && extent === undefined) return undefined
   const last = fresh.length > 0 ? fresh[fresh.length - 1] : before?.last
   if (last === undefined) return undefined
+  // a compressed file: after its last sound frame (a torn frame's first byte), with the decoder's state
+  if (scanned.frames !== undefined) return { file, ino: scanned.ino, last, resume: scanned.frames.lines, frames: scanned.frames }
   return {
     file,
     ino: scanned.ino,
@@ -57,7 +76,7 @@ export const followReader = (p: Pieces): NonNullable<SessionStoreImpl["followRea
       const scanned = yield* scanFile(p.fs, file, { ...options }, "follow")
       if (scanned === undefined) return undefined
       const { events } = yield* readPipeline(toLoadResult(scanned))
-      cursor = cursorOf(file, scanned, undefined, events)
+      cursor = cursorOf(file, scanned, undefined, events, true)
       return events.slice(fromSeq)
     })
   return (fromSeq) =>
@@ -72,11 +91,11 @@ export const followReader = (p: Pieces): NonNullable<SessionStoreImpl["followRea
       if (at === undefined || at.file !== found.file || (overlap !== 0 && overlap !== 1)) {
         return yield* whole(found.file, found.options, fromSeq)
       }
-      const scanned = yield* scanFileFrom(p.fs, found.file, at.ino, { ...found.options, resume: at.resume }, "follow")
+      const scanned = yield* scanFileFrom(p.fs, found.file, at.ino, { ...found.options, resume: at.resume }, "follow", at.frames)
       if (scanned === undefined) return yield* whole(found.file, found.options, fromSeq)
       // the vocabulary (K7) of the new events; the version is the earlier scan's
       const { events } = yield* readPipeline(toLoadResult(scanned))
-      cursor = cursorOf(found.file, scanned, at, events)
+      cursor = cursorOf(found.file, scanned, at, events, true)
       return overlap === 1 ? [at.last, ...events] : events
     })
 }

@@ -25,7 +25,25 @@ import {
   SEGMENT_TEXT_CAP,
   TURN_END
 } from "./FrameEncoding.js"
-import { type FileScan, type Scanned, Scanner, type ScanOptions } from "./LineScanner.js"
+import { type FileScan, type Scanned, Scanner, type ScanOptions, type ScanResume } from "./LineScanner.js"
+
+/**
+ * Where an earlier scan of a compressed file stopped after a sound frame of a deflate segment (a
+ * follower's next read starts there, `FollowCursor`; docs/follow.md "JSONL"): the byte offset after
+ * that frame (the first byte of a torn tail, if any), the frames before it, the line reader's state
+ * (its offset counted in the decoded text) and the segment's last `HISTORY_BYTES` of text, the
+ * dictionary the segment's next frame may refer to. None is kept for a brotli segment (its stream
+ * state cannot be resumed): such a file is read whole.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface FrameResume {
+  readonly offset: number
+  readonly frames: number
+  readonly lines: ScanResume
+  readonly history: Uint8Array
+}
 
 /** Bytes received and not yet consumed, as a list of pieces (no quadratic copying). */
 class ByteQueue {
@@ -164,12 +182,44 @@ export class FrameScanner implements FileScan {
   private endOffset = 0
   private lastFrame: { readonly start: number; readonly header: Uint8Array } | undefined
   private readonly textCap: number
+  /** After the last frame fed: its end, the frames up to it and the lines they held. */
+  private fed: { readonly end: number; readonly frames: number; readonly lines: number } | undefined
   error: LoadError | undefined
   done = false
 
-  constructor(private readonly opts: ScanOptions) {
-    this.lines = new Scanner(opts)
+  constructor(private readonly opts: ScanOptions, resume?: FrameResume) {
+    this.lines = new Scanner(resume === undefined ? opts : { ...opts, resume: resume.lines })
     this.textCap = frameTextCap(opts.maxLineBytes)
+    if (resume !== undefined) {
+      this.magicChecked = true
+      this.queue.at = resume.offset
+      this.endOffset = resume.offset
+      this.frames = resume.frames
+      this.segmentDeflate = true
+      this.history.push(resume.history)
+      this.textOffset = resume.lines.offset
+    }
+  }
+
+  /**
+   * After `finish` gave `scanned`: where a later scan can go on (after the last sound frame), or
+   * `undefined` when none can (an error, a brotli segment open, no frame fed).
+   */
+  resumePoint(scanned: Scanned): FrameResume | undefined {
+    const fed = this.fed
+    if (this.error !== undefined || this.laterTurnEnd || !this.segmentDeflate || fed === undefined) return undefined
+    return {
+      offset: fed.end,
+      frames: fed.frames,
+      history: this.history.view().slice(),
+      lines: {
+        header: scanned.header,
+        storedVersion: scanned.storedVersion,
+        offset: this.textOffset,
+        nextSeq: scanned.nextSeq,
+        lines: fed.lines
+      }
+    }
   }
 
   get sessionHeader() {
@@ -446,6 +496,8 @@ export class FrameScanner implements FileScan {
       return false
     }
     this.lastFrame = { start: f.start, header: f.header }
+    const payloadBytes = new DataView(f.header.buffer, f.header.byteOffset, FRAME_HEADER_BYTES).getUint32(4, true)
+    this.fed = { end: f.start + FRAME_HEADER_BYTES + payloadBytes, frames: f.number + 1, lines: this.lines.lineCount }
     return true
   }
 }
@@ -456,6 +508,31 @@ export class FrameScanner implements FileScan {
  */
 export const openScan = (opts: ScanOptions): FileScan => new LayoutSniffer(opts)
 
+/**
+ * The scan of a compressed file from `resume` (an earlier scan's `frameResumeOf`): only the bytes
+ * from `resume.offset` are fed; the line reader's own `opts.resume`, if any, is not used.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const resumeFrameScan = (opts: ScanOptions, resume: FrameResume): FileScan => {
+  const { resume: _, ...rest } = opts
+  return new FrameScanner(rest, resume)
+}
+
+/**
+ * Where a later scan of the same compressed file can go on after `scan` (from `openScan` or
+ * `resumeFrameScan`) finished with `scanned`; `undefined` for a plain file, a brotli segment
+ * open at the end, or a scan that failed.
+ *
+ * @since 0.2.0
+ * @category getters
+ */
+export const frameResumeOf = (scan: FileScan, scanned: Scanned): FrameResume | undefined => {
+  const inner = scan instanceof LayoutSniffer ? scan.scanner : scan
+  return scanned.compressed === true && inner instanceof FrameScanner ? inner.resumePoint(scanned) : undefined
+}
+
 class LayoutSniffer implements FileScan {
   private inner: FileScan | undefined
   private head: Array<{ readonly bytes: Uint8Array; readonly offset: number }> = []
@@ -465,6 +542,11 @@ class LayoutSniffer implements FileScan {
 
   get done(): boolean {
     return this.inner?.done ?? false
+  }
+
+  /** The scan of the layout found, once decided. */
+  get scanner(): FileScan | undefined {
+    return this.inner
   }
 
   get sessionHeader() {

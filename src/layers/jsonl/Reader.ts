@@ -13,9 +13,9 @@ import { DEFAULT_MAX_LINE_BYTES } from "../../schema/Format.js"
 import type { SessionHeader } from "../../schema/SessionHeader.js"
 import type { EventSink, LoadError, LoadResult, LoadSummary } from "../../services/SessionStore.js"
 import { inoOf, isNotFound } from "./Files.js"
-import { openScan } from "./FrameScanner.js"
+import { type FrameResume, frameResumeOf, openScan, resumeFrameScan } from "./FrameScanner.js"
 import { FRAME_HEADER_BYTES, frameCrc, parseFrameHeader } from "./FrameEncoding.js"
-import { type Scanned, Scanner, type ScanOptions, type ScanResume, seqAfterLine } from "./LineScanner.js"
+import { type FileScan, type Scanned, Scanner, type ScanOptions, type ScanResume, seqAfterLine } from "./LineScanner.js"
 
 /** Bytes per read: large reads cost far less per byte than 64 KiB ones (lines are still cut and capped as they come). */
 const READ_CHUNK = 1_048_576
@@ -28,6 +28,14 @@ export interface ScanOutcome {
   readonly size: number
   /** `<ino>:<size>` (SPEC §7.4.4). */
   readonly revision: string
+  /** A compressed file ending in a deflate segment: where a later read can go on (`FollowCursor`). */
+  readonly frames?: FrameResume
+}
+
+/** The outcome of a finished scan, with where a compressed one can go on. */
+const outcomeOf = (scanner: FileScan, result: Scanned, ino: string, size: number): ScanOutcome => {
+  const frames = result.compressed === true ? frameResumeOf(scanner, result) : undefined
+  return { result, ino, size, revision: `${ino}:${size}`, ...(frames === undefined ? {} : { frames }) }
 }
 
 const orMissing = <A, R>(effect: Effect.Effect<A, PlatformError, R>) =>
@@ -94,7 +102,7 @@ export const scanFile = (
       if (Option.isNone(after) || inoOf(after.value) !== ino || Number(after.value.size) < size0) continue
       const outcome = scanner.finish()
       if (!("header" in outcome)) return yield* outcome
-      return { result: outcome, ino, size: size0, revision: `${ino}:${size0}` }
+      return outcomeOf(scanner, outcome, ino, size0)
     }
     return yield* new StoreFailure({ method, cause: "the file kept changing while it was read", detail: path })
   }).pipe(
@@ -155,24 +163,27 @@ export const scanFileEach = <E, R>(
 /**
  * Continue a clean scan of the plain file at `path` from `opts.resume.offset` (a follower's next
  * read, `FollowCursor`): only the bytes `[offset, S0)` are read and classified, with the header
- * and next seq of the earlier scan. `undefined` when the file is not the one scanned (`ino`), is
- * gone, or is shorter than `offset`: the caller reads the whole file instead.
+ * and next seq of the earlier scan. With `frames`, the file is compressed and the scan goes on
+ * from `frames.offset` with that state (`opts.resume` is then `frames.lines`). `undefined` when
+ * the file is not the one scanned (`ino`), is gone, or is shorter than `offset`: the caller reads
+ * the whole file instead.
  */
 export const scanFileFrom = (
   fs: FileSystem.FileSystem,
   path: string,
   ino: string,
   opts: ScanOptions & { readonly resume: ScanResume },
-  method: string
+  method: string,
+  frames?: FrameResume
 ): Effect.Effect<ScanOutcome | undefined, LoadError> =>
   Effect.gen(function*() {
-    const from = opts.resume.offset
+    const from = frames === undefined ? opts.resume.offset : frames.offset
     const read = yield* orMissing(Effect.scoped(Effect.gen(function*() {
       const file = yield* fs.open(path, { flag: "r" })
       const info = yield* file.stat
       const size0 = Number(info.size)
       if (inoOf(info) !== ino || size0 < from) return undefined
-      const scanner = new Scanner(opts)
+      const scanner = frames === undefined ? new Scanner(opts) : resumeFrameScan(opts, frames)
       const buffer = new Uint8Array(Math.min(READ_CHUNK, Math.max(size0 - from, 1)))
       yield* file.seek(from, "start")
       let offset = from
@@ -192,7 +203,7 @@ export const scanFileFrom = (
     if (Option.isNone(after) || inoOf(after.value) !== ino || Number(after.value.size) < size0) return undefined
     const outcome = scanner.finish()
     if (!("header" in outcome)) return yield* outcome
-    return { result: outcome, ino, size: size0, revision: `${ino}:${size0}` }
+    return outcomeOf(scanner, outcome, ino, size0)
   }).pipe(
     Effect.catchTag("SystemError", "BadArgument", (cause: PlatformError) => Effect.fail(new StoreFailure({ method, cause })))
   )
