@@ -1,37 +1,36 @@
 /**
  * The persistence backend contract (SPEC §7.1): lazy registration, atomic expected-seq appends,
  * never-mutating cold reads with torn-tail information, torn-tail truncation and whole-log
- * replacement under a revision check; the head every backend's append shares.
+ * replacement under a revision check; the head every backend's append shares. Its parts live in
+ * internal modules re-exported here: the cold read (StoreRead), the append head (StoreAppend), lazy
+ * registration (StoreRegistry), listings (StoreEntries) and follow (StoreFollow).
  *
  * @since 0.1.0
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
 import type * as Stream from "effect/Stream"
-import {
-  AppendConflict,
-  FormatUnsupported,
-  type InvalidEnvelope,
-  LegacyFormRefused,
-  type NotLosslessJson,
-  type RequestHeaderInvalid,
-  SeqNotContiguous,
-  SessionExists,
-  SessionHeaderInvalid,
-  SessionNotFound,
-  StoreCorrupt,
-  type StoreFailure,
-  type UnknownEventType
-} from "../schema/Errors.js"
+import type { AppendConflict, SeqNotContiguous, SessionNotFound, StoreCorrupt, StoreFailure } from "../schema/Errors.js"
 import type { Event } from "../schema/Events.js"
-import { DEFAULT_MAX_EVENT_BYTES, SESSION_FORMAT_VERSION } from "../schema/Format.js"
-import { upgradeV0 } from "../schema/FormatV0.js"
-import { type SessionHeader, validateSessionHeader } from "../schema/SessionHeader.js"
-import { checkVocabulary, isRecord } from "../schema/Validation.js"
-import { type BatchError, type PreparedBatch, type PreparedEvent, prepareBatch } from "./PrepareEvent.js"
+import { DEFAULT_MAX_EVENT_BYTES } from "../schema/Format.js"
+import type { SessionHeader } from "../schema/SessionHeader.js"
+import type { PreparedBatch, PreparedEvent } from "./PrepareEvent.js"
+import { appendPrepared, appendPreparedSync, type StoreAppendError } from "./StoreAppend.js"
+import { byCreation, entriesByReading, type SessionEntry } from "./StoreEntries.js"
 import * as StoreFollow from "./StoreFollow.js"
 import type { FollowOptions } from "./StoreFollow.js"
+import {
+  checkFromSeq,
+  type EventSink,
+  type LoadError,
+  type LoadResult,
+  type LoadSummary,
+  loadEachFromLoad,
+  type ReadError,
+  readPipeline,
+  type TornTail
+} from "./StoreRead.js"
+import { type CreateError, createOver, loadOver, type Registry, summaryOrUnwritten } from "./StoreRegistry.js"
 
 export {
   /**
@@ -58,119 +57,165 @@ export {
   pollWakeups
 } from "./StoreFollow.js"
 
-/**
- * Where a stored log stops being committed-looking (SPEC §7.4.4).
- *
- * @since 0.1.0
- * @category models
- */
-export interface TornTail {
-  readonly fromSeq: number
-  readonly reason: "fragment" | "unparsable" | "seq-gap" | "not-object"
-  readonly position: number
-}
+export {
+  /**
+   * Where a stored log stops being committed-looking (SPEC §7.4.4).
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  type TornTail,
+  /**
+   * What a line-oriented store (JSONL) knows of a torn tail besides where it starts.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  type TornTailExtent,
+  /**
+   * A cold read: never mutates storage (L8). Events are framing-valid and walked, not yet validated.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  type LoadResult,
+  /**
+   * The receiver of a streamed cold read (`loadEach`): the header once it is read, then the
+   * committed events in seq order, a chunk at a time. A failure of either stops the read.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  type EventSink,
+  /**
+   * What a streamed cold read reports once every event was handed over: a `LoadResult` without the events.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  type LoadSummary,
+  /**
+   * Errors of a cold read.
+   *
+   * @since 0.1.0
+   * @category errors
+   */
+  type LoadError,
+  /**
+   * Errors of a cold read through the read pipeline.
+   *
+   * @since 0.1.0
+   * @category errors
+   */
+  type ReadError,
+  /**
+   * The read pipeline after the backend read (SPEC §8.2): version (K1, K2; version 0 is refused
+   * until the v0→v1 edge lands) and vocabulary (K7).
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  readPipeline,
+  /**
+   * How many events a streamed read hands over at a time when the backend has no pages of its own.
+   *
+   * @since 0.1.0
+   * @category constants
+   */
+  LOAD_EACH_CHUNK,
+  /**
+   * `loadEach` on top of `load` (a backend that holds its log in memory anyway).
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  loadEachFromLoad,
+  /**
+   * L10: `readFrom` needs a non-negative integer `fromSeq`.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  checkFromSeq,
+  /**
+   * `readFrom` on top of `load` and the read pipeline (backends may seek instead).
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  readFromLoad
+} from "./StoreRead.js"
 
-/**
- * What a line-oriented store (JSONL) knows of a torn tail besides where it starts.
- *
- * @since 0.1.0
- * @category models
- */
-export interface TornTailExtent {
-  /** The 1-based line number of its first line. */
-  readonly line: number
-  /** How many complete (newline-terminated) lines it holds: records a repair would drop. */
-  readonly completeLines: number
-  /** How many bytes it holds. */
-  readonly bytes: number
-}
+export {
+  /**
+   * Errors of `append`.
+   *
+   * @since 0.1.0
+   * @category errors
+   */
+  type StoreAppendError,
+  /**
+   * Options shared by every backend's batch checks.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  type BatchCheckOptions,
+  /**
+   * The common head of every backend's `append`: lazily (an untyped caller's bad `options` becomes
+   * a defect, never a throw), an empty batch is a no-op, then `prepareBatch` (prepared events pass
+   * with their line; plain ones are checked); `body` gets the checked batch and `expectedSeq`.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  appendPrepared
+} from "./StoreAppend.js"
 
-/**
- * A cold read: never mutates storage (L8). Events are framing-valid and walked, not yet validated.
- *
- * @since 0.1.0
- * @category models
- */
-export interface LoadResult {
-  readonly header: SessionHeader
-  readonly storedVersion: number
-  readonly events: ReadonlyArray<unknown>
-  readonly tornTail: TornTail | undefined
-  /** The torn tail's extent, from stores that read lines (JSONL); absent elsewhere. */
-  readonly tornTailExtent?: TornTailExtent
-  readonly revision: string
-}
+export {
+  /**
+   * Errors of `create`.
+   *
+   * @since 0.1.0
+   * @category errors
+   */
+  type CreateError,
+  /**
+   * The sessions `create` registered in one store instance whose first append has not written them
+   * yet (SPEC §7.1 lazy registration). The backend's first append materialises a registered
+   * session and then calls `materialised`.
+   *
+   * @since 0.2.0
+   * @category models
+   */
+  type Registry,
+  /**
+   * An empty registry for one store instance.
+   *
+   * @since 0.2.0
+   * @category constructors
+   */
+  makeRegistry
+} from "./StoreRegistry.js"
 
-/**
- * The receiver of a streamed cold read (`loadEach`): the header once it is read, then the
- * committed events in seq order, a chunk at a time. A failure of either stops the read.
- *
- * @since 0.1.0
- * @category models
- */
-export interface EventSink<E = never, R = never> {
-  readonly onHeader?: (header: SessionHeader, storedVersion: number) => Effect.Effect<void, E, R>
-  readonly onEvents: (events: ReadonlyArray<unknown>) => Effect.Effect<void, E, R>
-}
-
-/**
- * What a streamed cold read reports once every event was handed over: a `LoadResult` without the events.
- *
- * @since 0.1.0
- * @category models
- */
-export interface LoadSummary extends Omit<LoadResult, "events"> {
-  /** How many events were handed over (the committed prefix: a torn tail is not counted). */
-  readonly count: number
-}
-
-/**
- * Errors of `create`.
- *
- * @since 0.1.0
- * @category errors
- */
-export type CreateError = SessionHeaderInvalid | SessionExists | StoreFailure
-
-/**
- * Errors of `append`.
- *
- * @since 0.1.0
- * @category errors
- */
-export type StoreAppendError =
-  | NotLosslessJson
-  | InvalidEnvelope
-  | RequestHeaderInvalid
-  | LegacyFormRefused
-  | UnknownEventType
-  | AppendConflict
-  | SessionNotFound
-  | SessionExists
-  | StoreCorrupt
-  | StoreFailure
-
-/**
- * Errors of a cold read.
- *
- * @since 0.1.0
- * @category errors
- */
-export type LoadError =
-  | SessionNotFound
-  | StoreCorrupt
-  | FormatUnsupported
-  | SessionHeaderInvalid
-  | UnknownEventType
-  | StoreFailure
-
-/**
- * Errors of a cold read through the read pipeline.
- *
- * @since 0.1.0
- * @category errors
- */
-export type ReadError = LoadError | LegacyFormRefused | StoreCorrupt
+export {
+  /**
+   * A stored session as `listEntries` gives it: its header and where its log ends, known without
+   * reading the log (docs/guide.md "Listing sessions").
+   *
+   * @since 0.2.0
+   * @category models
+   */
+  type SessionEntry,
+  /**
+   * The last event of a stored log as `SessionEntry` gives it: a record's `seq` and `time` when both
+   * are integers.
+   *
+   * @since 0.2.0
+   * @category utils
+   */
+  lastOf
+} from "./StoreEntries.js"
 
 /**
  * Errors of `follow`: those of a read, L10 for a bad `fromSeq`, and `AppendConflict` (L8) when the
@@ -180,19 +225,6 @@ export type ReadError = LoadError | LegacyFormRefused | StoreCorrupt
  * @category errors
  */
 export type FollowError = ReadError | SeqNotContiguous | AppendConflict
-
-/**
- * A stored session as `listEntries` gives it: its header and where its log ends, known without
- * reading the log (docs/guide.md "Listing sessions").
- *
- * @since 0.2.0
- * @category models
- */
-export interface SessionEntry {
-  readonly header: SessionHeader
-  /** Its last committed event's seq and time (epoch ms); absent when it holds no event. */
-  readonly last: { readonly seq: number; readonly time: number } | undefined
-}
 
 /**
  * The SessionStore service shape.
@@ -305,168 +337,8 @@ export const syncAppendOf = (store: SessionStoreShape): SyncAppend | undefined =
  */
 export class SessionStore extends Context.Tag("effect-session-log/SessionStore")<SessionStore, SessionStoreShape>() {}
 
-/**
- * Options shared by every backend's batch checks.
- *
- * @since 0.1.0
- * @category models
- */
-export interface BatchCheckOptions {
-  /** The store's own B10 cap on a serialised event (default 64 MiB). */
-  readonly maxEventBytes?: number
-}
-
-/**
- * The common head of every backend's `append`: lazily (an untyped caller's bad `options` becomes
- * a defect, never a throw), an empty batch is a no-op, then `prepareBatch` (prepared events pass
- * with their line; plain ones are checked); `body` gets the checked batch and `expectedSeq`.
- *
- * @since 0.1.0
- * @category utils
- */
-export const appendPrepared = <E, R>(
-  events: ReadonlyArray<Event | PreparedEvent>,
-  options: { readonly expectedSeq: number },
-  checkOptions: BatchCheckOptions,
-  body: (batch: PreparedBatch, expectedSeq: number) => Effect.Effect<void, E, R>
-): Effect.Effect<void, E | BatchError, R> =>
-  Effect.suspend((): Effect.Effect<void, E | BatchError, R> => {
-    const { expectedSeq } = options
-    if (events.length === 0) return Effect.void
-    const batch = prepareBatch(events, expectedSeq, checkOptions.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES)
-    return "_tag" in batch ? Effect.fail(batch) : body(batch, expectedSeq)
-  })
-
-
-/**
- * The read pipeline after the backend read (SPEC §8.2): version (K1, K2; version 0 is refused
- * until the v0→v1 edge lands) and vocabulary (K7).
- *
- * @since 0.1.0
- * @category utils
- */
-export const readPipeline = (
-  loaded: LoadResult
-): Effect.Effect<
-  { readonly header: SessionHeader; readonly events: ReadonlyArray<unknown>; readonly upgraded: boolean },
-  ReadError
-> =>
-  Effect.gen(function*() {
-    const version = loaded.storedVersion
-    let header = loaded.header
-    let events = loaded.events
-    if (version === 0) {
-      const upgraded = upgradeV0(loaded.header.id, loaded.header, loaded.events)
-      if (upgraded instanceof LegacyFormRefused || upgraded instanceof StoreCorrupt) return yield* upgraded
-      header = upgraded.header
-      events = upgraded.events
-    } else if (version !== SESSION_FORMAT_VERSION) {
-      const newer = typeof version === "number" && version > SESSION_FORMAT_VERSION
-      return yield* new FormatUnsupported({
-        rule: newer ? "K1" : "K2",
-        found: version,
-        supported: SESSION_FORMAT_VERSION,
-        direction: newer ? "newer" : "older",
-        sessionId: loaded.header.id
-      })
-    }
-    for (let i = 0; i < events.length; i++) {
-      const e = events[i]
-      if (!isRecord(e) || typeof e.type !== "string") continue
-      const unknown = checkVocabulary(e.type, e.ignorable, i, "K7")
-      if (unknown !== undefined) return yield* unknown
-    }
-    return { header, events, upgraded: version === 0 }
-  })
-
-
-/**
- * How many events a streamed read hands over at a time when the backend has no pages of its own.
- *
- * @since 0.1.0
- * @category constants
- */
-export const LOAD_EACH_CHUNK = 1_024
-
-/**
- * `loadEach` on top of `load` (a backend that holds its log in memory anyway).
- *
- * @since 0.1.0
- * @category utils
- */
-export const loadEachFromLoad = (
-  load: (id: string) => Effect.Effect<LoadResult, LoadError>
-) =>
-<E, R>(id: string, sink: EventSink<E, R>): Effect.Effect<LoadSummary, LoadError | E, R> =>
-  Effect.gen(function*() {
-    const { events, ...rest } = yield* load(id)
-    if (sink.onHeader !== undefined) yield* sink.onHeader(rest.header, rest.storedVersion)
-    for (let i = 0; i < events.length; i += LOAD_EACH_CHUNK) yield* sink.onEvents(events.slice(i, i + LOAD_EACH_CHUNK))
-    return { ...rest, count: events.length }
-  })
-
-/**
- * L10: `readFrom` needs a non-negative integer `fromSeq`.
- *
- * @since 0.1.0
- * @category utils
- */
-export const checkFromSeq = (fromSeq: number): SeqNotContiguous | undefined =>
-  Number.isSafeInteger(fromSeq) && fromSeq >= 0 ? undefined : new SeqNotContiguous({
-    rule: "L10",
-    expected: 0,
-    actual: fromSeq,
-    detail: "readFrom needs a non-negative integer fromSeq"
-  })
-
-/**
- * `readFrom` on top of `load` and the read pipeline (backends may seek instead).
- *
- * @since 0.1.0
- * @category utils
- */
-export const readFromLoad = (
-  load: (id: string) => Effect.Effect<LoadResult, LoadError>
-) =>
-(id: string, fromSeq: number): Effect.Effect<ReadonlyArray<unknown>, ReadError | SeqNotContiguous> =>
-  Effect.gen(function*() {
-    const bad = checkFromSeq(fromSeq)
-    if (bad !== undefined) return yield* bad
-    const { events } = yield* readPipeline(yield* load(id))
-    return events.slice(fromSeq)
-  })
-
 // ---------------------------------------------------------------------------------------------
 // Building a store
-
-/**
- * The sessions `create` registered in one store instance whose first append has not written them
- * yet (SPEC §7.1 lazy registration). The backend's first append materialises a registered
- * session and then calls `materialised`.
- *
- * @since 0.2.0
- * @category models
- */
-export interface Registry {
-  readonly get: (id: string) => SessionHeader | undefined
-  readonly register: (header: SessionHeader) => void
-  readonly materialised: (id: string) => void
-}
-
-/**
- * An empty registry for one store instance.
- *
- * @since 0.2.0
- * @category constructors
- */
-export const makeRegistry = (): Registry => {
-  const registered = new Map<string, SessionHeader>()
-  return {
-    get: (id) => registered.get(id),
-    register: (header) => void registered.set(header.id, header),
-    materialised: (id) => void registered.delete(id)
-  }
-}
 
 /**
  * What a backend states to `make`: only what differs between backends. `make` fills the rest the
@@ -535,37 +407,6 @@ export interface SessionStoreImpl {
   readonly discard: SessionStoreShape["discard"]
 }
 
-const byCreation = (a: SessionHeader, b: SessionHeader) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
-
-/**
- * The last event of a stored log as `SessionEntry` gives it: a record's `seq` and `time` when both
- * are integers.
- *
- * @since 0.2.0
- * @category utils
- */
-export const lastOf = (events: ReadonlyArray<unknown>): SessionEntry["last"] => {
-  const e = events.at(-1)
-  return isRecord(e) && Number.isSafeInteger(e.seq) && Number.isSafeInteger(e.time)
-    ? { seq: e.seq as number, time: e.time as number }
-    : undefined
-}
-
-/** `listEntries` for a backend without its own: `list`, then a read of each log (its last event kept). */
-const entriesByReading = (
-  list: () => Effect.Effect<ReadonlyArray<SessionHeader>, StoreFailure>,
-  load: (id: string) => Effect.Effect<LoadResult, LoadError>
-) =>
-  Effect.flatMap(list(), (headers) =>
-    Effect.map(
-      Effect.forEach(headers, (header) =>
-        load(header.id).pipe(
-          Effect.map(({ events }) => Option.some<SessionEntry>({ header, last: lastOf(events) })),
-          Effect.orElseSucceed(() => Option.none<SessionEntry>())
-        )),
-      (found) => found.flatMap((o) => Option.isSome(o) ? [o.value] : [])
-    ))
-
 /**
  * A `SessionStore` from what a backend states (in the spirit of `KeyValueStore.make`): `create`
  * with the header checks (J13) and lazy registration (J14 against the registry and the stored
@@ -583,39 +424,12 @@ export const make = (impl: SessionStoreImpl): SessionStoreShape => {
     Effect.withSpan(`${impl.name}.${operation}`, {
       attributes: id === undefined ? { ...impl.spanAttributes } : { ...impl.spanAttributes, sessionId: id }
     })
-  const notFound = (id: string) => new SessionNotFound({ rule: "L11", sessionId: id })
-  const unwritten = (id: string) => {
-    const header = registry.get(id)
-    return header === undefined
-      ? Effect.fail(notFound(id))
-      : Effect.succeed({ header, storedVersion: header.version, tornTail: undefined, revision: "0" })
-  }
   const maxEventBytes = impl.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES
-
-  const load = (id: string): Effect.Effect<LoadResult, LoadError> =>
-    Effect.flatMap(impl.load(id), (loaded) => {
-      if (loaded !== undefined) return Effect.succeed(loaded)
-      if (registry.get(id) !== undefined) return Effect.map(unwritten(id), (empty) => ({ ...empty, events: [] }))
-      // not registered (any more): a first append may have committed since the read began, then
-      // left the registry; a second read tells that apart from an unknown id (L11)
-      return Effect.flatMap(impl.load(id), (again) =>
-        again !== undefined ? Effect.succeed(again) : Effect.map(unwritten(id), (empty) => ({ ...empty, events: [] })))
-    })
+  const create = createOver(registry, impl)
+  const load = loadOver(registry, impl)
 
   const shape: SessionStoreShape = {
-    create: (input) =>
-      Effect.gen(function*() {
-        const header = validateSessionHeader(input)
-        // J13: a rejected create registers nothing
-        if (header instanceof SessionHeaderInvalid) return yield* header
-        if (impl.checkHeader !== undefined) yield* impl.checkHeader(header)
-        const exists = new SessionExists({ rule: "J14", sessionId: header.id })
-        if (registry.get(header.id) !== undefined) return yield* exists
-        // registered meanwhile by another fiber of this instance: still J14
-        if ((yield* impl.isStored(header.id)) || registry.get(header.id) !== undefined) return yield* exists
-        registry.register(header)
-        return header
-      }).pipe(span("create")),
+    create: (input) => create(input).pipe(span("create")),
 
     append: (id, events, options) =>
       appendPrepared(events, options, { maxEventBytes }, (batch, expectedSeq) => impl.appendBatch(id, batch, expectedSeq)),
@@ -625,12 +439,7 @@ export const make = (impl: SessionStoreImpl): SessionStoreShape => {
     loadEach: <E, R>(id: string, sink: EventSink<E, R>): Effect.Effect<LoadSummary, LoadError | E, R> =>
       (impl.loadEach === undefined
         ? loadEachFromLoad(load)(id, sink)
-        : Effect.flatMap(impl.loadEach(id, sink), (summary) =>
-          summary !== undefined ? Effect.succeed(summary) : Effect.gen(function*() {
-            const empty = yield* unwritten(id)
-            if (sink.onHeader !== undefined) yield* sink.onHeader(empty.header, empty.storedVersion)
-            return { ...empty, count: 0 }
-          }))).pipe(span("loadEach", id)),
+        : Effect.flatMap(impl.loadEach(id, sink), summaryOrUnwritten(registry, id, sink))).pipe(span("loadEach", id)),
 
     readFrom: (id, fromSeq) =>
       Effect.gen(function*() {
@@ -670,13 +479,6 @@ export const make = (impl: SessionStoreImpl): SessionStoreShape => {
   })
   const appendBatchSync = impl.appendBatchSync
   if (appendBatchSync === undefined) return shape
-  const appendSync = Object.assign(
-    (id: string, events: ReadonlyArray<Event | PreparedEvent>, expectedSeq: number): StoreAppendError | undefined => {
-      if (events.length === 0) return undefined
-      const batch = prepareBatch(events, expectedSeq, maxEventBytes)
-      return "_tag" in batch ? batch : appendBatchSync(id, batch, expectedSeq)
-    },
-    { append: shape.append }
-  )
+  const appendSync = Object.assign(appendPreparedSync(maxEventBytes, appendBatchSync), { append: shape.append })
   return { ...shape, appendSync }
 }
