@@ -3,19 +3,27 @@
  * it read, with the deflate segment's text its next frame decodes over (docs/follow.md "JSONL"):
  * a frame damaged in place before that offset is not read again, appends after it (frames that
  * refer back into the segment's earlier text) are delivered as a whole read delivers them, a torn
- * last frame is read again from its first byte until it is whole, and a replaced file is read whole.
+ * last frame is read again from its first byte until it is whole, and a replaced file is read whole;
+ * a property: a scan resumed after any prefix of a file (brotli and deflate segments) reads what a
+ * whole scan reads.
  */
-import { assert, describe, it } from "@effect/vitest"
+import * as FileSystem from "@effect/platform/FileSystem"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { afterAll, assert, describe, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as fc from "effect/FastCheck"
 import * as Fiber from "effect/Fiber"
 import * as Stream from "effect/Stream"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { WriterCodec } from "../../src/layers/jsonl/Compression.js"
+import { scanFile, scanFileFrom } from "../../src/layers/jsonl/Reader.js"
+import { DEFAULT_MAX_LINE_BYTES } from "../../src/schema/Format.js"
 import { SessionStore } from "../../src/services/SessionStore.js"
 import { headerFor, pluginEvents } from "../store-contract/contract.js"
+import { runs } from "../suites.js"
 import { freshId } from "./contract.js"
 import { storeAt, tempDir } from "./stores.js"
 
@@ -157,4 +165,53 @@ describe("JSONL follow reads from its offset: jsonl-compressed", () => {
         assert.deepStrictEqual(received, (yield* store.load(id)).events)
       }).pipe(Effect.provide(storeAt("jsonl-compressed", dir)))
     }))
+})
+
+/** How often the property below resumed (it must not pass vacuously). */
+const tally = { resumed: 0, whole: 0 }
+
+describe("property: a compressed scan resumed after any prefix reads what a whole scan reads", () => {
+  afterAll(() => {
+    assert.isAbove(tally.resumed, 0, JSON.stringify(tally))
+  })
+  it.scoped.prop(
+    "for random batches (brotli or deflate segments) and any cut, the prefix's events then the resumed scan's are the whole file's",
+    [fc.array(fc.tuple(fc.integer({ min: 1, max: 4 }), fc.boolean()), { minLength: 1, maxLength: 6 }), fc.double({ min: 0, max: 1, noNaN: true })],
+    ([batches, where]) =>
+      Effect.gen(function*() {
+        const fs = yield* FileSystem.FileSystem
+        const dir = yield* tempDir
+        const id = freshId("zprop")
+        const file = NodePath.join(dir, `${id}.jsonlz`)
+        yield* Effect.gen(function*() {
+          const store = yield* SessionStore
+          yield* store.create(headerFor(id))
+          let seq = 0
+          for (const [n, brotli] of batches) {
+            const append = store.append(id, events(seq, n), { expectedSeq: seq })
+            yield* brotli ? Effect.provideService(append, WriterCodec, "brotli") : append
+            seq += n
+          }
+        }).pipe(Effect.provide(storeAt("jsonl-compressed", dir)))
+        const all = NodeFs.readFileSync(file)
+        const first = frameStart(all, 1)
+        const cut = first + Math.floor(where * (all.length - first))
+        const opts = { location: file, maxLineBytes: DEFAULT_MAX_LINE_BYTES, keepEvents: true }
+        const whole = yield* scanFile(fs, file, opts, "test")
+        NodeFs.writeFileSync(file, all.subarray(0, cut))
+        const prefix = yield* scanFile(fs, file, opts, "test")
+        NodeFs.appendFileSync(file, all.subarray(cut))
+        const frames = prefix?.frames
+        if (frames === undefined) {
+          tally.whole++
+          return
+        }
+        tally.resumed++
+        const rest = yield* scanFileFrom(fs, file, prefix!.ino, { ...opts, resume: frames.lines }, "test", frames)
+        assert.deepStrictEqual([...prefix!.result.events, ...rest!.result.events], whole!.result.events)
+        assert.strictEqual(rest!.result.nextSeq, whole!.result.nextSeq)
+        assert.isUndefined(rest!.result.tornTail)
+      }).pipe(Effect.provide(NodeContext.layer)),
+    { fastCheck: { numRuns: runs(40, 12) } }
+  )
 })
