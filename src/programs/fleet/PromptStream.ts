@@ -116,13 +116,14 @@ export const promptStream = (
     const tracker = makePromptTracker(request.promptId)
     const ended = new Set<number>()
     let started = false
-    let lastActivity = Date.now()
+    const clock = yield* Effect.clock
+    let lastActivity = clock.unsafeCurrentTimeMillis()
     let answered: PromptAnswer | undefined
 
     // fails the stream when nothing started the prompt for `timeoutMs`
     const watchdog = Effect.gen(function*() {
       while (!started) {
-        const wait = lastActivity + timeoutMs - Date.now()
+        const wait = lastActivity + timeoutMs - clock.unsafeCurrentTimeMillis()
         if (wait <= 0) return yield* new FleetUnavailable({ sessionId, promptId: request.promptId, timeoutMs })
         yield* Effect.sleep(wait)
       }
@@ -135,7 +136,7 @@ export const promptStream = (
         return !s.followed || ended.has(s.answer.turn) ? [{ _tag: "Answered", answer: s.answer }] : []
       }
       const updates = trackPrompt(tracker, s.event)
-      lastActivity = Date.now()
+      lastActivity = clock.unsafeCurrentTimeMillis()
       const out: Array<PromptUpdate> = [...updates]
       for (const u of updates) {
         if (u._tag === "TurnStarted") started = true
