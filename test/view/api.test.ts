@@ -197,7 +197,15 @@ const apiSuite = (backend: Backend) => {
       Effect.gen(function*() {
         const { base, store } = yield* setup
         const id = yield* seed(store, { header: demo().header, events: demoEvents.slice(0, 5) }, `sse-${backend.name}`)
-        assert.strictEqual((yield* get(base, `/api/sessions/${id}/live`, null)).status, 401)
+        // refused without the token or with a wrong one: JSON, not an event stream (an EventSource
+        // fails on it instead of reconnecting), and the head the app then asks says why
+        for (const token of [null, "wrong-token-0123456789abcd"]) {
+          const refused = yield* get(base, `/api/sessions/${id}/live`, token)
+          assert.strictEqual(refused.status, 401)
+          assert.strictEqual(refused.headers.get("content-type"), "application/json; charset=utf-8")
+          assert.strictEqual(refused.body.error, "Unauthorized")
+          assert.strictEqual((yield* get(base, `/api/sessions/${id}/head`, token)).status, 401)
+        }
         assert.strictEqual((yield* get(base, "/api/sessions/no-such-session/live")).status, 404)
         const events = yield* Effect.acquireRelease(
           Effect.promise(() => sseCounts(`${base}/api/sessions/${id}/live?token=${TOKEN}`)),

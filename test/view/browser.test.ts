@@ -222,6 +222,29 @@ describeBrowser("the viewer in Chromium", () => {
     await shot("10-token-refused")
   })
 
+  it("the live stream refused (the token no longer accepted): the page stops it and says why", async () => {
+    const asked: Array<string> = []
+    const record = (r: { url: () => string }) => void asked.push(new URL(r.url()).pathname)
+    // the server answers the live stream and the head as it answers a wrong token
+    const refuse = (route: { fulfill: (r: object) => Promise<void> }) =>
+      route.fulfill({ status: 401, contentType: "application/json", body: JSON.stringify({ error: "Unauthorized", detail: "a token is required" }) })
+    await page.route("**/api/sessions/live/live*", refuse)
+    await page.route("**/api/sessions/live/head*", refuse)
+    page.on("request", record)
+    try {
+      await open("#session=live")
+      await page.waitForSelector("[data-testid=refused]")
+      assert.include(await page.textContent("[data-testid=refused]"), "needs its token")
+      // one attempt at the stream, one question why; the refusal ended both
+      assert.strictEqual(asked.filter((p) => p === "/api/sessions/live/live").length, 1)
+      await shot("14-live-refused")
+    } finally {
+      page.off("request", record)
+      await page.unroute("**/api/sessions/live/live*")
+      await page.unroute("**/api/sessions/live/head*")
+    }
+  })
+
   it("hostile content is rendered inert: markup as text, no script run, controls and overrides visible", async () => {
     await open("#session=hostile")
     await page.waitForSelector("li.row[data-seq='3']")

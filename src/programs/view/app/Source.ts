@@ -39,9 +39,15 @@ export interface Source {
   readonly live: boolean
   /**
    * Call `onCount` with the session's event count now and each time the log grows (the server's
-   * follow, as server-sent events); the returned function stops it. Absent: poll `head`.
+   * follow, as server-sent events); the returned function stops it. A stream the server refuses
+   * (401/403: the token missing or wrong) is closed, not retried, and `onRefused` is called.
+   * Absent: poll `head`.
    */
-  readonly watch?: (id: string, onCount: (count: number) => void) => () => void
+  readonly watch?: (
+    id: string,
+    onCount: (count: number) => void,
+    onRefused: (refusal: ApiRefused) => void
+  ) => () => void
 }
 
 /**
@@ -62,7 +68,7 @@ export const httpSource = (token: string): Source => {
   const get = async (path: string): Promise<any> => {
     const res = await fetch(path, { headers: { "x-session-log-token": token } })
     const body = await res.json()
-    if (res.status === 401 || res.status === 400 || res.status >= 500) {
+    if (res.status === 401 || res.status === 403 || res.status === 400 || res.status >= 500) {
       throw new ApiRefused({ status: res.status, detail: String(body.detail ?? body.error) })
     }
     return body
@@ -76,14 +82,32 @@ export const httpSource = (token: string): Source => {
     head: (id) => get(`/api/sessions/${enc(id)}/head`),
     live: true,
     ...(typeof EventSource === "undefined" ? {} : {
-      watch: (id: string, onCount: (count: number) => void) => {
+      watch: (id: string, onCount: (count: number) => void, onRefused: (refusal: ApiRefused) => void) => {
         // EventSource sends no headers: the token goes in the query (same origin, no referrer)
         const events = new EventSource(`/api/sessions/${enc(id)}/live?token=${enc(token)}`)
+        let stopped = false
+        const stop = () => {
+          stopped = true
+          events.close()
+        }
         events.onmessage = (m) => {
           const count = (JSON.parse(String(m.data)) as { count?: unknown }).count
           if (typeof count === "number") onCount(count)
         }
-        return () => events.close()
+        // an EventSource sees no status: on an error, ask the API why (a refusal stops it for
+        // good; anything else is left to the EventSource's own reconnection)
+        events.onerror = () => {
+          if (stopped) return
+          void get(`/api/sessions/${enc(id)}/head`).then(
+            () => undefined,
+            (e: unknown) => {
+              if (stopped || !(e instanceof ApiRefused) || (e.status !== 401 && e.status !== 403)) return
+              stop()
+              onRefused(e)
+            }
+          )
+        }
+        return stop
       }
     })
   }

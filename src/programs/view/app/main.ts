@@ -476,17 +476,26 @@ const watch = (session: string) => {
   if (!state.source.live) return
   const { watch: push } = state.source
   if (push !== undefined) {
-    unwatch = push(session, (count) => onCount(session, count))
+    unwatch = push(session, (count) => onCount(session, count), (refusal) => {
+      unwatch = undefined
+      refused(refusal)
+    })
     return
   }
   const timer = setInterval(() => {
-    void state.source.head(session).then(({ count }) => onCount(session, count)).catch(() => undefined)
+    void state.source.head(session).then(({ count }) => onCount(session, count)).catch((e: unknown) => {
+      // a refusal (the token missing or wrong) stops the polling and is shown
+      if (!(e instanceof ApiRefused) || (e.status !== 401 && e.status !== 403)) return
+      clearInterval(timer)
+      unwatch = undefined
+      refused(e)
+    })
   }, POLL_MS)
   unwatch = () => clearInterval(timer)
 }
 
 const refused = (e: unknown) => {
-  if (e instanceof ApiRefused && e.status === 401) {
+  if (e instanceof ApiRefused && (e.status === 401 || e.status === 403)) {
     document.body.classList.add("refused")
     byId("sessions").replaceChildren(
       h(
