@@ -91,6 +91,16 @@ export const toolError = (
 export const hookFailed = (cause: Cause.Cause<unknown>): Effect.Effect<never, TurnFailed> =>
   Cause.isInterruptedOnly(cause) ? Effect.interrupt : new TurnFailed({ failure: flattenCause(cause) })
 
-/** A failed checkpoint is fail-closed: the turn ends `error` with `CHECKPOINT_FAILED` (SPEC §7.3). */
+/**
+ * A failed checkpoint is fail-closed: the turn ends `error` with `CHECKPOINT_FAILED` (SPEC §7.3).
+ * `transient` says whether the store could not be reached (a `StoreFailure` without a rule id), as
+ * opposed to a verdict on the data: the fleet runs the prompt of such a turn again.
+ */
 export const checkpointFailed = (e: FlushError): TurnFailed =>
-  new TurnFailed({ failure: { message: e.message, code: "CHECKPOINT_FAILED" } })
+  new TurnFailed({
+    failure: {
+      message: e.message,
+      code: "CHECKPOINT_FAILED",
+      transient: e._tag === "StoreFailure" && e.rule === undefined
+    }
+  })

@@ -27,22 +27,28 @@ export interface Attempt {
   storeFailed?: string
 }
 
-// how a StoreFailure without a rule id renders (StoreFailure.message), in a CHECKPOINT_FAILED end
+// how a StoreFailure without a rule id renders (StoreFailure.message): what says "transient" in a
+// CHECKPOINT_FAILED end written before the end carried its `transient` flag
 const TRANSIENT_STORE_MESSAGE = "store failure in "
 
 /**
- * The message of a `turn/end` reason that a transient store failure of a checkpoint caused.
+ * The message of a `turn/end` reason that a transient store failure of a checkpoint caused: a
+ * `CHECKPOINT_FAILED` error whose `transient` flag is `true`, or, in an end written before the flag
+ * was (no `transient` key), whose message is that of a `StoreFailure` without a rule id.
  *
  * @since 0.2.0
  * @category utils
  */
 export const storeFailedOf = (reason: unknown): string | undefined => {
-  const r = reason as { readonly kind?: unknown; readonly error?: { readonly code?: unknown; readonly message?: unknown } } | undefined
+  const r = reason as
+    | { readonly kind?: unknown; readonly error?: { readonly code?: unknown; readonly message?: unknown; readonly transient?: unknown } }
+    | undefined
   const error = r?.error
-  return r?.kind === "error" && error?.code === "CHECKPOINT_FAILED" && typeof error.message === "string" &&
-      error.message.startsWith(TRANSIENT_STORE_MESSAGE)
-    ? error.message
-    : undefined
+  if (r?.kind !== "error" || error?.code !== "CHECKPOINT_FAILED" || typeof error.message !== "string") return undefined
+  const transient = typeof error.transient === "boolean"
+    ? error.transient
+    : error.message.startsWith(TRANSIENT_STORE_MESSAGE)
+  return transient ? error.message : undefined
 }
 
 /**
@@ -94,9 +100,8 @@ export const attemptsOf = (events: ReadonlyArray<Event>, promptId: string): Read
     } else if (e.type === "turn/end") {
       const a = byTurn.get(data.turn as number)
       if (a !== undefined) {
-        const reason = data.reason as { readonly kind: string; readonly error?: { readonly code?: unknown; readonly message?: unknown } }
+        const reason = data.reason as { readonly kind: string }
         a.end = reason.kind
-        const error = reason.error
         const failed = storeFailedOf(reason)
         if (failed !== undefined) a.storeFailed = failed
       }
