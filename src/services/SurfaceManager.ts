@@ -10,6 +10,7 @@
  * @since 0.1.0
  */
 import * as Context from "effect/Context"
+import * as Data from "effect/Data"
 import * as Layer from "effect/Layer"
 import {
   ProvenanceInvalid,
@@ -22,6 +23,24 @@ import type { Event } from "../schema/Events.js"
 import { jsonEquals, type Json } from "../schema/Json.js"
 import type { Message } from "../schema/Messages.js"
 import { checkMarkers, isRecord } from "../schema/Validation.js"
+
+/**
+ * The defect of a broken invariant: the tracker's catch-up met a committed event its surface
+ * rejects (committed events are planned before they are committed, so this is a bug, never a
+ * verdict on a caller's input). Thrown by the tracker's synchronous methods: inside an Effect it is
+ * that Effect's defect (`Cause.die`), matched by its `_tag`.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class SurfaceInvariantBroken extends Data.TaggedError("SurfaceInvariantBroken")<{
+  readonly seq: number
+  readonly error: PlanError
+}> {
+  override get message(): string {
+    return `surface catch-up met an invalid committed event at seq ${this.seq}: ${this.error.message}`
+  }
+}
 
 /**
  * Errors of a surface transition (D, E, F, G).
@@ -352,8 +371,9 @@ export class SurfaceTracker {
       }
       this.pendingEvent = undefined
       if (!isPlan(plan)) {
-        // Committed events were validated before commit; reaching this is a defect.
-        throw new Error(`surface catch-up met an invalid committed event at seq ${seq}: ${plan.message}`)
+        // Committed events were validated before commit; reaching this is a defect (the tracker's
+        // methods are synchronous: thrown inside an Effect, it is that Effect's defect).
+        throw new SurfaceInvariantBroken({ seq, error: plan })
       }
       if (applyPlan(this.nodesArr, plan, seq)) this.generation++
       this.processed = seq + 1

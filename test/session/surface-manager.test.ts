@@ -5,10 +5,14 @@
  * has to provide it.
  */
 import { assert, describe, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as MemoryStore from "../../src/layers/memory/MemoryStore.js"
 import * as SessionLive from "../../src/layers/session/SessionLive.js"
+import type { Event } from "../../src/schema/Events.js"
 import * as SurfaceManager from "../../src/services/SurfaceManager.js"
 import { userMessage as user } from "../helpers/events.js"
 
@@ -62,4 +66,21 @@ describe("SurfaceManager service (SPEC §4.1)", () => {
       assert.isFalse("_tag" in folded)
       if (!("_tag" in folded)) assert.deepStrictEqual([...folded.nodes], [0])
     }).pipe(Effect.provide(MemoryStore.layer())))
+
+  it.effect("a committed event the surface rejects is a tagged defect of the Effect that read the surface, not a thrown Error", () =>
+    Effect.gen(function*() {
+      // a log no session would commit: its second event replaces a seq that is not on the surface (F1)
+      const log = [
+        { type: "turn/start", seq: 0, time: 0, data: { turn: 1 } },
+        { type: "user/message", seq: 1, time: 0, data: user("m2", "two"), surfaceOp: { op: "replace", start: 0, end: 0 }, sourceEventSeqs: [0] }
+      ] as unknown as ReadonlyArray<Event>
+      const tracker = SurfaceManager.live.track(log)
+      const exit = yield* Effect.exit(Effect.sync(() => tracker.nodes))
+      assert.isTrue(Exit.isFailure(exit) && Cause.isDie(exit.cause))
+      const defect = Exit.isFailure(exit) ? Option.getOrUndefined(Cause.dieOption(exit.cause)) : undefined
+      assert.instanceOf(defect, SurfaceManager.SurfaceInvariantBroken)
+      const broken = defect as SurfaceManager.SurfaceInvariantBroken
+      assert.deepStrictEqual([broken._tag, broken.seq, broken.error.rule], ["SurfaceInvariantBroken", 1, "F1"])
+      assert.match(broken.message, /^surface catch-up met an invalid committed event at seq 1: /)
+    }))
 })
