@@ -42,7 +42,9 @@ export const CAMPAIGNS: ReadonlyArray<string> = [
   // the ACP snapshots: each scenario replayed on one backend in npm test (`matrix`), on all of them here
   "test/acp/snapshot.test.ts",
   // the compressed file's last frame cut at every byte here, at a sample in npm test
-  "test/crash/truncation.test.ts"
+  "test/crash/truncation.test.ts",
+  // the viewer's time travel from its index against the core: a third of the runs in npm test
+  "test/view/timetravel.test.ts"
 ]
 
 /** Files that run in `test:slow` only (each takes minutes and guards no rule a faster file misses). */

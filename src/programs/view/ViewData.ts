@@ -18,8 +18,24 @@ import type { StoreFailure } from "../../schema/Errors.js"
 import type { Event } from "../../schema/Events.js"
 import type { SessionHeader } from "../../schema/SessionHeader.js"
 import type { SessionStoreShape } from "../../services/SessionStore.js"
-import { buildIndex, type LoadProblem, readRange, readSeqs, type SessionIndex, type TornTailNote } from "./ViewIndex.js"
-import { type Provenance, relatedRows, type TimelineRow, timelineRows, type TimeTravel, timeTravel } from "./Views.js"
+import {
+  buildIndex,
+  type LoadProblem,
+  readNamed,
+  readRange,
+  readSeqs,
+  type SessionIndex,
+  type TornTailNote
+} from "./ViewIndex.js"
+import {
+  type Provenance,
+  relatedRows,
+  type TimelineRow,
+  timelineRows,
+  type TimeTravel,
+  timeTravel,
+  timeTravelFrom
+} from "./Views.js"
 
 
 /**
@@ -248,6 +264,43 @@ export const makeViewData = (store: SessionStoreShape, options: ViewDataOptions 
         return held !== undefined ? Effect.succeed(held) : readRange(store, index.id, from, to)
       })
 
+    /**
+     * Time travel from the index's numbers (the surface's operations, the headers' seqs): only
+     * the events the answer names are read (from the tail when it holds them), each checked
+     * against what the index recorded of it; `undefined` when they do not match or cannot be read.
+     */
+    const timeTravelOfIndex = (index: SessionIndex, seq: number) =>
+      Effect.gen(function*() {
+        const surface = index.surfaceAt(seq)
+        const headers = index.headersAt(seq)
+        const named = new Set(surface.nodes)
+        if (headers.headerSeq !== null) named.add(headers.headerSeq)
+        if (headers.previousSeq !== null) named.add(headers.previousSeq)
+        const held = new Map<number, Event>()
+        const first = index.count - index.tail.length
+        for (const s of named) if (s >= first) held.set(s, index.tail[s - first])
+        const wanted = new Set([...named].filter((s) => !held.has(s)))
+        const read = yield* readNamed(store, index.id, wanted)
+        if (read === undefined) return undefined
+        for (const [s, e] of read) held.set(s, e)
+        const matches = (s: number, check: (e: Event) => boolean) => {
+          const e = held.get(s)
+          return e !== undefined && e.seq === s && check(e)
+        }
+        for (const s of surface.nodes) {
+          const r = index.replacementOf(s)
+          const ok = matches(s, (e) =>
+            r === undefined
+              ? e.surfaceOp === "append"
+              : typeof e.surfaceOp === "object" && e.surfaceOp.start === r.start && e.surfaceOp.end === r.end)
+          if (!ok) return undefined
+        }
+        for (const s of [headers.headerSeq, headers.previousSeq]) {
+          if (s !== null && !matches(s, (e) => e.type === "request/header")) return undefined
+        }
+        return timeTravelFrom(seq, surface, headers, (s) => held.get(s))
+      })
+
     const listSessions = () =>
       Effect.gen(function*() {
         const headers = yield* store.list()
@@ -289,7 +342,9 @@ export const makeViewData = (store: SessionStoreShape, options: ViewDataOptions 
       Effect.gen(function*() {
         const index = yield* indexOf(id)
         if (seq < 0 || seq >= index.count) return { at: null, problem: index.problem }
-        // the prefix up to seq: read only up to it
+        const fromIndex = yield* timeTravelOfIndex(index, seq)
+        if (fromIndex !== undefined) return { at: fromIndex, problem: index.problem }
+        // what the index cannot answer (a version-0 log, a log changed under it): the prefix's fold
         const prefix = yield* eventsOf(index, 0, seq + 1)
         return { at: timeTravel(prefix, seq) ?? null, problem: index.problem }
       }).pipe(Effect.withSpan("ViewData.timeTravelAt", { attributes: { sessionId: id, seq } }))

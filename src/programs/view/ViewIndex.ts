@@ -12,6 +12,7 @@ import * as Effect from "effect/Effect"
 import type { Event } from "../../schema/Events.js"
 import type { SessionLogError } from "../../schema/Errors.js"
 import type { SessionHeader } from "../../schema/SessionHeader.js"
+import { SESSION_FORMAT_VERSION } from "../../schema/Format.js"
 import { checkVocabulary, isRecord } from "../../schema/Validation.js"
 import { readEach } from "../../services/ReadEach.js"
 import { checkSeedRecord, wrapL9 } from "../../services/Seed.js"
@@ -87,6 +88,18 @@ const callIdOf = (e: Event): { readonly call?: string; readonly result?: string 
   return {}
 }
 
+/** How many of the ascending `seqs` are at or before `seq` (a binary search). */
+const countAtOrBefore = (seqs: ReadonlyArray<number>, seq: number): number => {
+  let lo = 0
+  let hi = seqs.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (seqs[mid] <= seq) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
+
 /**
  * One session's index: numbers, not events (but the last `TAIL` of them).
  *
@@ -155,6 +168,19 @@ export class SessionIndex {
    */
   readonly sources = new Map<number, ReadonlyArray<number>>()
   /**
+   * The seqs of the events that changed the surface (appended a node or replaced a range), in
+   * seq order: with `replacements`, the surface at any seq is computed from numbers (`surfaceAt`).
+   *
+   * @since 0.2.0
+   */
+  readonly surfaceSeqs: Array<number> = []
+  /**
+   * The seqs of the `request/header` events, in seq order.
+   *
+   * @since 0.2.0
+   */
+  readonly headerSeqs: Array<number> = []
+  /**
    * The last `tailSize` events (up to twice as many), in seq order.
    *
    * @since 0.2.0
@@ -194,6 +220,39 @@ export class SessionIndex {
   }
 
   /**
+   * The surface right after event `seq` (`seq < count`), computed from the index's numbers as
+   * the fold of the log computes it (SPEC §4.5): the nodes and the replacement history up to it.
+   *
+   * @since 0.2.0
+   */
+  surfaceAt(seq: number): { readonly nodes: Array<number>; readonly replacements: Array<Replacement> } {
+    const nodes: Array<number> = []
+    const ops = this.surfaceSeqs
+    for (let k = 0; k < ops.length && ops[k] <= seq; k++) {
+      const s = ops[k]
+      const r = this.replacementOf(s)
+      if (r === undefined) {
+        nodes.push(s)
+        continue
+      }
+      const startIdx = nodes.indexOf(r.start)
+      nodes.splice(startIdx, nodes.indexOf(r.end) - startIdx + 1, s)
+    }
+    const replacements = this.replacements.slice(0, countAtOrBefore(this.replacements.map((r) => r.seq), seq))
+    return { nodes, replacements }
+  }
+
+  /**
+   * The seq of the request header in force right after event `seq` and of the one before it.
+   *
+   * @since 0.2.0
+   */
+  headersAt(seq: number): { readonly headerSeq: number | null; readonly previousSeq: number | null } {
+    const n = countAtOrBefore(this.headerSeqs, seq)
+    return { headerSeq: n > 0 ? this.headerSeqs[n - 1] : null, previousSeq: n > 1 ? this.headerSeqs[n - 2] : null }
+  }
+
+  /**
    * The events of `[from, to)` when the tail holds all of them.
    *
    * @since 0.2.0
@@ -223,7 +282,11 @@ export class SessionIndex {
         this.toolResults.delete(s)
       }
     }
-    if (plan._tag !== "None" && e.type === "tool/result") this.toolResults.set(e.seq, e)
+    if (plan._tag !== "None") {
+      this.surfaceSeqs.push(e.seq)
+      if (e.type === "tool/result") this.toolResults.set(e.seq, e)
+    }
+    if (e.type === "request/header") this.headerSeqs.push(e.seq)
     applyPlan(this.nodes, plan, e.seq)
     const { call, result } = callIdOf(e)
     if (call !== undefined && !this.openCalls.has(call)) this.openCalls.set(call, e.seq)
@@ -375,3 +438,50 @@ export const readSeqs = (store: SessionStoreShape, id: string, seqs: ReadonlySet
       }))
     return out
   }).pipe(Effect.withSpan("ViewIndex.readSeqs", { attributes: { sessionId: id } }))
+
+/** A read by seqs that cannot answer (another format version, a record that fails its checks, a read error). */
+class Unanswered {
+  readonly _tag = "Unanswered"
+}
+
+/**
+ * The events of `id` at `seqs`, all of them below the index's count (so validated once by the
+ * read that built it): a streamed read of the stored records up to the largest seq that checks
+ * and keeps only those (each as a cold read checks a record: K7 and the seed record checks) and
+ * folds nothing. `undefined` when it cannot answer so (a version-0 log, a record that fails its
+ * checks, a read error): the caller then reads as `readRange` does.
+ *
+ * @since 0.2.0
+ * @category utils
+ */
+export const readNamed = (store: SessionStoreShape, id: string, seqs: ReadonlySet<number>) =>
+  Effect.gen(function*() {
+    const out = new Map<number, Event>()
+    if (seqs.size === 0) return out
+    let last = -1
+    for (const s of seqs) if (s > last) last = s
+    let seq = 0
+    const read = yield* store.loadEach<ReadStop | Unanswered, never>(id, {
+      onHeader: (_header, version) => version === SESSION_FORMAT_VERSION ? Effect.void : Effect.fail(new Unanswered()),
+      onEvents: (records) =>
+        Effect.suspend((): Effect.Effect<void, ReadStop | Unanswered> => {
+          for (const raw of records) {
+            const at = seq++
+            if (seqs.has(at)) {
+              const unknownType = isRecord(raw) && typeof raw.type === "string"
+                ? checkVocabulary(raw.type, raw.ignorable, at, "K7")
+                : undefined
+              const event = unknownType ?? checkSeedRecord(raw, at, true)
+              if ("_tag" in event) return Effect.fail(new Unanswered())
+              out.set(at, event)
+            }
+            if (at >= last) return Effect.fail(STOP)
+          }
+          return Effect.void
+        })
+    }).pipe(
+      Effect.map(() => true),
+      Effect.catchAll((e) => Effect.succeed(e instanceof ReadStop))
+    )
+    return read && out.size === seqs.size ? out : undefined
+  }).pipe(Effect.withSpan("ViewIndex.readNamed", { attributes: { sessionId: id, seqs: seqs.size } }))

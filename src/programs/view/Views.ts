@@ -9,7 +9,8 @@
  */
 import type { Event } from "../../schema/Events.js"
 import type { Message } from "../../schema/Messages.js"
-import type { RequestHeader } from "../../schema/RequestHeader.js"
+import { deepFreeze } from "../../schema/Json.js"
+import { canonicalHeader, type RequestHeader, requestMessages } from "../../schema/RequestHeader.js"
 import { requestAtLog } from "../../services/RequestAt.js"
 import { deriveMessages, foldSurface, type Replacement } from "../../services/SurfaceManager.js"
 
@@ -214,6 +215,38 @@ export const timeTravel = (events: ReadonlyArray<Event>, seq: number): TimeTrave
     headerSeq,
     headerReason: headerSeq === null ? null : String(data(headerSeq)?.reason),
     previousHeader: previousSeq === null ? null : (data(previousSeq)?.header as RequestHeader)
+  }
+}
+
+/**
+ * Time travel at `seq` from what an index knows without the prefix (`ViewIndex.surfaceAt`,
+ * `headersAt`): the surface and replacement history at `seq`, the seqs of the header in force and
+ * of the one before it, and `eventAt` answering for those seqs and the surface's nodes. The same
+ * answer as `timeTravel` over the prefix: the request is built as `requestAtLog` builds it (the
+ * canonical header, its message prefix, then the surface's messages).
+ *
+ * @since 0.2.0
+ * @category utils
+ */
+export const timeTravelFrom = (
+  seq: number,
+  surface: { readonly nodes: ReadonlyArray<number>; readonly replacements: ReadonlyArray<Replacement> },
+  headers: { readonly headerSeq: number | null; readonly previousSeq: number | null },
+  eventAt: (seq: number) => Event | undefined
+): TimeTravel => {
+  const data = (s: number | null) => s === null ? undefined : (eventAt(s)?.data as Rec | undefined)
+  const messages = deriveMessages(surface.nodes, eventAt)
+  const inForce = data(headers.headerSeq)?.header as RequestHeader | undefined
+  const header = inForce === undefined ? undefined : Object.freeze(canonicalHeader(inForce))
+  const request = deepFreeze({ header, messages: requestMessages(header, messages) })
+  return {
+    seq,
+    surface: { nodes: [...surface.nodes], replacements: [...surface.replacements] },
+    messages,
+    request: { header: request.header ?? null, messages: request.messages },
+    headerSeq: headers.headerSeq,
+    headerReason: headers.headerSeq === null ? null : String(data(headers.headerSeq)?.reason),
+    previousHeader: headers.previousSeq === null ? null : (data(headers.previousSeq)?.header as RequestHeader)
   }
 }
 
