@@ -1,5 +1,5 @@
 /**
- * SQL `readFrom` seeks (SPEC §7.5 "`readFrom` seeks with `seq >= ?`"; src/layers/sql/Operations.ts
+ * SQL `readFrom` seeks (SPEC §7.5 "`readFrom` seeks with `seq >= ?`"; src/layers/sql/Read.ts
  * `readFrom`): once a store instance has read a session whole and found every row good, its
  * `readFrom` reads only the rows from the one holding `fromSeq` (a packed row may start before it).
  * Made observable without timing: a row below the seek point damaged by hand afterwards is not
