@@ -13,6 +13,11 @@ export default defineConfig({
     testTimeout: 300_000,
     hookTimeout: 300_000,
     pool: "forks",
+    // a worker runs file after file without reloading the modules they share (module loading was
+    // about 130 s of the run's worker time); test/isolation.setup.ts gives each file a pristine
+    // `it`, and every test makes its own stores, directories and sessions
+    poolOptions: { forks: { isolate: false } },
+    setupFiles: ["test/isolation.setup.ts"],
     // both cores: vitest's default leaves one free (one worker on a 2-core machine); the tests'
     // verdicts do not depend on speed, and most of a CLI test's time is its child processes
     maxWorkers: 2,
