@@ -1,31 +1,31 @@
 /**
  * The PostgreSQL SessionStore (SPEC §7.6): the SQL store over an `@effect/sql-pg` pool, for many
- * writers on many machines. Owns the PostgreSQL dialect (its schema and ownership check, S10, are
- * in Schema.ts): READ COMMITTED writes whose row locks and unique keys decide between
- * writers, REPEATABLE READ loads, hot statements kept prepared per connection, SQLSTATEs told
- * apart; and the client (BIGINT read as numbers, the durability check) behind `make`. Followers
- * are woken by a `NOTIFY` sent in each write transaction and a `LISTEN` on a dedicated connection
- * per store instance (docs/follow.md "PostgreSQL").
+ * writers on many machines. Owns the client (BIGINT read as numbers, the pool of
+ * `PreparingClient`s) behind `make`, over the PostgreSQL dialect (Dialect.ts: READ COMMITTED
+ * writes whose row locks and unique keys decide between writers, REPEATABLE READ loads, hot
+ * statements kept prepared per connection, SQLSTATEs told apart, the durability check; its schema
+ * and ownership check, S10, are in Schema.ts). Followers are woken by a `NOTIFY` sent in each
+ * write transaction and a `LISTEN` on a dedicated connection per store instance (Listen.ts;
+ * docs/follow.md "PostgreSQL").
  *
  * @since 0.1.0
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
-import type { Connection } from "@effect/sql/SqlConnection"
 import type Pg from "pg"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
-import * as PubSub from "effect/PubSub"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { StoreFailure, type StoreSchemaMismatch } from "../../../schema/Errors.js"
 import { SessionStore, type SessionStoreShape } from "../../../services/SessionStore.js"
-import { APPLICATION, CANONICAL_SCHEMA, ownership, stamp } from "./Schema.js"
-import { type DriverFailure, LONE_SURROGATE, type SqlDialect, storeFailure } from "../Dialect.js"
+import { APPLICATION } from "./Schema.js"
+import { storeFailure } from "../Dialect.js"
 import { makeSqlStore } from "../SqlStore.js"
+import { openFailure, postgresDialect, preparingClient } from "./Dialect.js"
+import { ADVANCE_RETURNING, listenAll, listenWakeups, NOTIFY_STATEMENT } from "./Listen.js"
 
 export {
   /**
@@ -51,6 +51,26 @@ export {
    */
   SCHEMA_VERSION
 } from "./Schema.js"
+
+export {
+  /**
+   * The PostgreSQL dialect of the SQL store (for a client built with `clientTypes`).
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  postgresDialect
+} from "./Dialect.js"
+
+export {
+  /**
+   * The channel of the followers' wake-ups; a payload is `<current_schema()>/<session id>`.
+   *
+   * @since 0.2.0
+   * @category constants
+   */
+  FOLLOW_CHANNEL
+} from "./Listen.js"
 
 /**
  * Options of the PostgreSQL store (one interface for `make` and `layer`).
@@ -81,269 +101,6 @@ export interface PostgresStoreOptions {
    * rows (SPEC Appendix A); `false`: one row per event. Default `true`.
    */
   readonly packChunks?: boolean
-}
-
-// ---------------------------------------------------------------------------------------------
-// The dialect
-
-/** The SQLSTATE of a driver error inside a `SqlError`. */
-const sqlState = (e: SqlError): string | undefined => {
-  const cause = e.cause as { readonly code?: unknown } | undefined
-  return typeof cause?.code === "string" ? cause.code : undefined
-}
-
-const classify = (e: SqlError): DriverFailure | undefined => {
-  const code = sqlState(e)
-  // 23505 unique_violation; 55P03 lock_not_available (lock_timeout)
-  return code === "23505" ? "unique" : code === "55P03" ? "busy" : undefined
-}
-
-/** `rowCount` of a node-postgres result. */
-const changedRows = (result: unknown): number => {
-  const count = (result as { readonly rowCount?: unknown } | null)?.rowCount
-  return typeof count === "number" ? count : 0
-}
-
-/**
- * The hot statements' texts and their prepared-statement names (`session-log-<name>`): one text per
- * name and one name per text, the same for every store (the client's compiler makes the same
- * text); at most a few hundred entries (the insert of 1 to 128 rows, the advance, the page read).
- */
-const preparedNames = new Map<string, string>()
-
-/**
- * A hot statement, registered by its text: the store's pool uses `PreparingClient`s, which run a
- * registered text as a named prepared statement (parsed and planned once per connection:
- * unnamed, each call pays both, ~0.3 ms of a ~1 ms append). On a client built elsewhere the
- * statement simply runs unnamed.
- */
-const runPrepared: NonNullable<SqlDialect["runPrepared"]> = (conn, name, text, params, result) => {
-  if (!preparedNames.has(text)) preparedNames.set(text, `session-log-${name}`)
-  return result === "values" ? conn.executeValues(text, params) : conn.executeRaw(text, params)
-}
-
-/** A node-postgres query config (text form; the other forms pass through untouched). */
-interface QueryConfig {
-  readonly text: string
-  readonly name?: string
-}
-
-const isQueryConfig = (config: unknown): config is QueryConfig =>
-  typeof config === "object" && config !== null && typeof (config as { readonly text?: unknown }).text === "string"
-
-/** Where a `PreparingClient` says whether it is still connected (set false on `error` or `end`). */
-const CONNECTED = Symbol.for("effect-session-log/PostgresStore/connected")
-
-/**
- * Whether the driver client under a connection of the store's pool is still connected: the
- * store keeps connections between operations only while it is (`SqlDialect.alive`). The client
- * is read from `@effect/sql-pg`'s connection (its `pg` field); a connection whose client cannot be
- * found or is not a `PreparingClient` counts as dead, so it is never kept.
- */
-const alive = (conn: Connection): boolean => {
-  const client = (conn as { readonly pg?: { readonly [CONNECTED]?: unknown } }).pg
-  return client?.[CONNECTED] === true
-}
-
-/**
- * The node-postgres `Client` subclass of the store's pool (through the pool's documented `Client`
- * option): a query whose text is a registered hot statement is sent with its name, so the server
- * keeps it prepared on that connection; and the client knows whether it is still connected
- * (`alive`). Nothing else changes.
- */
-const preparingClient = (Base: typeof Pg.Client): typeof Pg.Client =>
-  class PreparingClient extends Base {
-    [CONNECTED] = true
-
-    constructor(...args: ConstructorParameters<typeof Pg.Client>) {
-      super(...args)
-      const lost = () => {
-        this[CONNECTED] = false
-      }
-      this.on("error", lost)
-      this.on("end", lost)
-    }
-
-    // the overloads of `Client.query` are many; this one forwards them all
-    override query(config: unknown, values?: unknown, callback?: unknown): never {
-      const query = (super.query as (...args: Array<unknown>) => never).bind(this)
-      if (typeof config === "string") {
-        const name = preparedNames.get(config)
-        if (name !== undefined) {
-          return typeof values === "function"
-            ? query({ name, text: config }, values)
-            : query({ name, text: config, values }, callback)
-        }
-      } else if (isQueryConfig(config) && config.name === undefined) {
-        const name = preparedNames.get(config.text)
-        if (name !== undefined) return query({ ...config, name }, values, callback)
-      }
-      return query(config, values, callback)
-    }
-  } as unknown as typeof Pg.Client
-
-/** TEXT holds no NUL character (SQLSTATE 22021) and stores a lone surrogate as U+FFFD. */
-const UNSTORABLE_TEXT = new RegExp(`${LONE_SURROGATE.source}|\\u0000`)
-
-const openFailure = (detail: string, cause: unknown) => new StoreFailure({ method: "open", cause, detail })
-
-/**
- * The connection checks of the open: BIGINT read as numbers (a client not built here must use
- * `clientTypes`), and commits that wait for the flush (SPEC §7.1 durability point).
- */
-const checkConnection = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  const [row] = yield* sql<{ readonly n: unknown; readonly sync: unknown }>`
-    SELECT 9007199254740991::int8 AS n, current_setting('synchronous_commit') AS sync`
-  if (row?.n !== Number.MAX_SAFE_INTEGER) {
-    return yield* openFailure("the client must read BIGINT as numbers (build it with PostgresStore.clientTypes)", row?.n)
-  }
-  if (row.sync === "off") {
-    return yield* openFailure("synchronous_commit must not be off: an acknowledged append could be lost", row.sync)
-  }
-})
-
-/**
- * The channel of the followers' wake-ups; a payload is `<current_schema()>/<session id>`.
- *
- * @since 0.2.0
- * @category constants
- */
-export const FOLLOW_CHANNEL = "effect_session_log"
-
-const NOTIFY_STATEMENT = `SELECT pg_notify('${FOLLOW_CHANNEL}', current_schema() || '/' || $1)`
-
-/** The notification of an append, in its advance statement (no round trip of its own). */
-const ADVANCE_RETURNING = `RETURNING pg_notify('${FOLLOW_CHANNEL}', current_schema() || '/' || id)`
-
-/**
- * The notifications of this schema on a `LISTEN` connection of its own: `undefined` once the
- * LISTEN is in place, then the session id of each committed write (its `NOTIFY`). A dropped
- * connection fails the stream.
- */
-const listenAll = (options: PostgresStoreOptions): Stream.Stream<string | undefined, StoreFailure> =>
-  Stream.asyncScoped<string | undefined, StoreFailure>((emit) =>
-    Effect.acquireRelease(
-      Effect.tryPromise({
-        try: async () => {
-          const pg = await import("pg")
-          const client = new pg.default.Client({
-            connectionString: urlOf(options),
-            connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
-            application_name: APPLICATION
-          })
-          const dropped = (cause: unknown) =>
-            void emit.fail(new StoreFailure({ method: "follow", cause, detail: "the LISTEN connection was lost" }))
-          client.on("error", dropped)
-          client.on("end", () => dropped("connection ended"))
-          await client.connect()
-          const rows = await client.query<{ readonly s: string }>("SELECT current_schema() AS s")
-          const prefix = `${rows.rows[0]?.s ?? ""}/`
-          client.on("notification", (msg) => {
-            const payload = msg.payload
-            if (msg.channel === FOLLOW_CHANNEL && payload?.startsWith(prefix) === true) void emit.single(payload.slice(prefix.length))
-          })
-          await client.query(`LISTEN ${FOLLOW_CHANNEL}`)
-          // armed: every follower reads once more now
-          void emit.single(undefined)
-          return client
-        },
-        catch: (cause) => new StoreFailure({ method: "follow", cause, detail: "LISTEN failed" })
-      }),
-      (client) =>
-        Effect.promise(() => {
-          client.removeAllListeners("end")
-          client.removeAllListeners("error")
-          client.on("error", () => undefined)
-          return client.end()
-        }).pipe(Effect.interruptible, Effect.timeoutOption(1_000))
-    ), "unbounded")
-
-/** What the shared listener hands its subscribers: a session id, "armed" (`undefined`), or its end. */
-type Heard = string | undefined | StoreFailure
-
-interface Listener {
-  readonly pubsub: PubSub.PubSub<Heard>
-  readonly fiber: Fiber.RuntimeFiber<void>
-  refs: number
-}
-
-/**
- * The wake-ups of the followers of one store instance (docs/follow.md "PostgreSQL"): one `LISTEN`
- * connection for all the sessions they follow, opened with the first follower and closed with the
- * last; a session's wake-ups are one element at once (and again once the LISTEN is in place),
- * then one per notification naming it. A dropped connection fails every session's wake-ups (the
- * store then polls); the next follower opens a new one.
- */
-const listenWakeups = (options: PostgresStoreOptions) => {
-  let current: Listener | undefined
-  const lock = Effect.unsafeMakeSemaphore(1)
-  const acquire = lock.withPermits(1)(Effect.gen(function*() {
-    if (current === undefined) {
-      const pubsub = yield* PubSub.unbounded<Heard>()
-      const fiber = yield* listenAll(options).pipe(
-        Stream.runForEach((heard) => PubSub.publish(pubsub, heard)),
-        Effect.catchAll((failure) => Effect.zipRight(Effect.sync(() => void (current === listener ? current = undefined : undefined)), PubSub.publish(pubsub, failure))),
-        Effect.asVoid,
-        Effect.interruptible,
-        Effect.forkDaemon
-      )
-      const listener: Listener = { pubsub, fiber, refs: 0 }
-      current = listener
-    }
-    const listener = current
-    listener.refs++
-    return listener
-  }))
-  const release = (listener: Listener) =>
-    lock.withPermits(1)(Effect.suspend(() => {
-      if (--listener.refs > 0) return Effect.void
-      if (current === listener) current = undefined
-      return Effect.zipRight(Fiber.interrupt(listener.fiber), PubSub.shutdown(listener.pubsub))
-    }))
-  return (id: string): Stream.Stream<void, StoreFailure> =>
-    Stream.unwrapScoped(Effect.map(
-      Effect.flatMap(Effect.acquireRelease(acquire, release), (listener) => PubSub.subscribe(listener.pubsub)),
-      (heard) =>
-        Stream.concat(
-          Stream.make(undefined),
-          Stream.fromQueue(heard).pipe(
-            Stream.mapEffect((h): Effect.Effect<boolean, StoreFailure> => h instanceof StoreFailure ? Effect.fail(h) : Effect.succeed(h === undefined || h === id)),
-            Stream.filter((wake) => wake),
-            Stream.as(undefined)
-          )
-        )
-    ))
-}
-
-/**
- * The PostgreSQL dialect of the SQL store (for a client built with `clientTypes`).
- *
- * @since 0.1.0
- * @category utils
- */
-export const postgresDialect: SqlDialect = {
-  name: "PostgreSQL",
-  // SPEC §7.6: READ COMMITTED suffices; the UPDATE's row lock and the unique keys decide
-  beginWrite: "BEGIN ISOLATION LEVEL READ COMMITTED",
-  beginRead: "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
-  sharedConnection: false,
-  // a page is a round trip: 10,000 rows read ~25% faster than 1,000 (100,000-event sessions)
-  pageRows: 10_000,
-  lockSessionRow: "FOR UPDATE",
-  unstorableText: UNSTORABLE_TEXT,
-  classify,
-  changedRows,
-  runPrepared,
-  alive,
-  tables: CANONICAL_SCHEMA,
-  ownership,
-  stamp,
-  open: (schema) =>
-    Effect.zipRight(checkConnection, schema).pipe(Effect.mapError((e) => {
-      if (e instanceof SqlError) return storeFailure(postgresDialect, "open", e)
-      return e._tag === "ParseError" ? new StoreFailure({ method: "open", cause: e }) : e
-    }))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -389,6 +146,12 @@ const DEFAULT_CONNECT_TIMEOUT_MS = 5_000
 
 const urlOf = (options: PostgresStoreOptions): string =>
   typeof options.url === "string" ? options.url : Redacted.value(options.url)
+
+/** Where the store's LISTEN connections go. */
+const listenTarget = (options: PostgresStoreOptions) => ({
+  url: urlOf(options),
+  connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS
+})
 
 /**
  * The URL as shown in errors and logs: no password, no query parameters.
@@ -486,7 +249,7 @@ export const make = (
   Effect.gen(function*() {
     const sql = yield* makeClient(options)
     const store = yield* makeSqlStore({
-      dialect: { ...postgresDialect, notifyStatement: NOTIFY_STATEMENT, advanceReturning: ADVANCE_RETURNING, wakeups: listenWakeups(options) },
+      dialect: { ...postgresDialect, notifyStatement: NOTIFY_STATEMENT, advanceReturning: ADVANCE_RETURNING, wakeups: listenWakeups(listenTarget(options)) },
       location: displayLocation(urlOf(options)),
       readOnly: options.readOnly === true,
       packChunks: options.packChunks !== false,
@@ -495,7 +258,7 @@ export const make = (
       ...(options.maxEventBytes === undefined ? {} : { maxEventBytes: options.maxEventBytes })
     }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
     // the store-wide wake-ups: every notification of the schema, on a LISTEN connection of their own
-    const changes = (): Stream.Stream<void, StoreFailure> => Stream.as(listenAll(options), undefined)
+    const changes = (): Stream.Stream<void, StoreFailure> => Stream.as(listenAll(listenTarget(options)), undefined)
     return { ...store, changes }
   })
 
