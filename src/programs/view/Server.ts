@@ -14,7 +14,7 @@ import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import { encodeJson, type Json } from "../../schema/Json.js"
 import { SessionStore } from "../../services/SessionStore.js"
-import { makeViewData, MAX_PAGE, type ViewDataOptions } from "./ViewData.js"
+import { makeViewData, MAX_PAGE, type Progress, type ViewDataOptions } from "./ViewData.js"
 
 /**
  * What the server serves besides the API: the bundled web app.
@@ -75,6 +75,12 @@ const intParam = (value: string | Array<string> | undefined, fallback: number): 
 }
 
 const badRequest = (detail: string) => jsonResponse({ error: "BadRequest", detail }, 400)
+
+/** `?wait=0` and `?reread=0` (docs/viewer.md "First open"): answer with what is indexed so far. */
+const progressOf = Effect.map(HttpServerRequest.ParsedSearchParams, (search): Progress => {
+  const no = (v: string | Array<string> | undefined) => (Array.isArray(v) ? v[0] : v) === "0"
+  return { wait: !no(search.wait), reread: !no(search.reread) }
+})
 
 /**
  * The index page: the app's script and style from this origin, the token and first session in
@@ -145,7 +151,10 @@ export const makeApp = Effect.fn("ViewServer.makeApp")(function*(options: ViewOp
       Effect.succeed(HttpServerResponse.text(options.assets.appCss, { contentType: "text/css; charset=utf-8" }))
     ),
     HttpRouter.get("/favicon.ico", Effect.succeed(HttpServerResponse.empty({ status: 204 }))),
-    HttpRouter.get("/api/sessions", requireToken(Effect.map(listSessions(), (sessions) => jsonResponse({ sessions })))),
+    HttpRouter.get(
+      "/api/sessions",
+      requireToken(Effect.flatMap(progressOf, (progress) => Effect.map(listSessions(progress), (sessions) => jsonResponse({ sessions }))))
+    ),
     HttpRouter.get(
       "/api/sessions/:id/events",
       requireToken(Effect.gen(function*() {
@@ -155,14 +164,14 @@ export const makeApp = Effect.fn("ViewServer.makeApp")(function*(options: ViewOp
         const limit = intParam(search.limit, 200)
         if (offset === undefined || limit === undefined) return badRequest("offset and limit are non-negative integers")
         if (limit > MAX_PAGE) return badRequest(`limit is at most ${MAX_PAGE}`)
-        const page = yield* timelinePage(id, offset, limit)
+        const page = yield* timelinePage(id, offset, limit, yield* progressOf)
         return jsonResponse(page, notFound(page.problem) ? 404 : 200)
       }))
     ),
     HttpRouter.get(
       "/api/sessions/:id/head",
-      requireToken(Effect.flatMap(sessionId, (id) =>
-        Effect.map(headOf(id), (head) => jsonResponse(head, notFound(head.problem) ? 404 : 200))))
+      requireToken(Effect.flatMap(Effect.zip(sessionId, progressOf), ([id, progress]) =>
+        Effect.map(headOf(id, progress), (head) => jsonResponse(head, notFound(head.problem) ? 404 : 200))))
     ),
     HttpRouter.get(
       "/api/sessions/:id/live",

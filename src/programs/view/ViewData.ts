@@ -9,6 +9,7 @@
  * @since 0.2.0
  */
 import * as Chunk from "effect/Chunk"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as PubSub from "effect/PubSub"
@@ -19,12 +20,12 @@ import type { Event } from "../../schema/Events.js"
 import type { SessionHeader } from "../../schema/SessionHeader.js"
 import type { SessionStoreShape } from "../../services/SessionStore.js"
 import {
-  buildIndex,
+  fillIndex,
   type LoadProblem,
   readNamed,
   readRange,
   readSeqs,
-  type SessionIndex,
+  SessionIndex,
   type TornTailNote
 } from "./ViewIndex.js"
 import {
@@ -54,6 +55,11 @@ export interface SessionSummary {
   readonly preview: string
   readonly problem: LoadProblem | null
   readonly tornTail: TornTailNote | null
+  /**
+   * True while the session's index is being built (answers that do not wait for it: `wait:
+   * false`): `events` is how many it indexed so far, `problem` and `tornTail` are not known yet.
+   */
+  readonly indexing?: boolean
 }
 
 /**
@@ -70,6 +76,11 @@ export interface TimelinePage {
   readonly rows: ReadonlyArray<TimelineRow>
   readonly problem: LoadProblem | null
   readonly tornTail: TornTailNote | null
+  /**
+   * True while the session's index is being built (`wait: false`): `total` is how many events it
+   * indexed so far, and a tool row whose partner is not indexed yet is not paired yet.
+   */
+  readonly indexing?: boolean
 }
 
 /**
@@ -99,6 +110,29 @@ export const MAX_INDEXES = 64
 export const MAX_FOLLOWED = 8
 
 /**
+ * How many sessions' indexes are built at a time (each build is one streamed read of the log).
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const BUILDS_AT_ONCE = 2
+
+/**
+ * How a read of the viewer treats a session whose index is being built: `wait` (the default)
+ * answers once the index is complete; `wait: false` answers with what is indexed so far (the
+ * first page, the sessions list with the events indexed so far: the first open of a long
+ * session). `reread: false` keeps the list from reading again the sessions nobody follows (what
+ * the app asks while it shows the progress of indexes).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Progress {
+  readonly wait?: boolean
+  readonly reread?: boolean
+}
+
+/**
  * Options of the viewer's reads.
  *
  * @since 0.2.0
@@ -120,10 +154,13 @@ export interface ViewDataOptions {
  * @category models
  */
 export interface ViewData {
-  readonly listSessions: () => Effect.Effect<ReadonlyArray<SessionSummary>, StoreFailure>
-  /** The timeline rows of events `[offset, offset + limit)` (limit at most `MAX_PAGE`). */
-  readonly timelinePage: (id: string, offset: number, limit: number) => Effect.Effect<TimelinePage>
-  /** Time travel at `seq` (null when the log does not reach it). */
+  readonly listSessions: (progress?: Progress) => Effect.Effect<ReadonlyArray<SessionSummary>, StoreFailure>
+  /**
+   * The timeline rows of events `[offset, offset + limit)` (limit at most `MAX_PAGE`); with
+   * `wait: false`, once the index has reached the page's end (or is complete).
+   */
+  readonly timelinePage: (id: string, offset: number, limit: number, progress?: Progress) => Effect.Effect<TimelinePage>
+  /** Time travel at `seq` (null when the log does not reach it), once the index has reached `seq`. */
   readonly timeTravelAt: (id: string, seq: number) => Effect.Effect<{
     readonly at: TimeTravel | null
     readonly problem: LoadProblem | null
@@ -135,7 +172,12 @@ export interface ViewData {
     readonly problem: LoadProblem | null
   }>
   /** The number of events of a session that load. */
-  readonly headOf: (id: string) => Effect.Effect<{ readonly id: string; readonly count: number; readonly problem: LoadProblem | null }>
+  readonly headOf: (id: string, progress?: Progress) => Effect.Effect<{
+    readonly id: string
+    readonly count: number
+    readonly problem: LoadProblem | null
+    readonly indexing: boolean
+  }>
   /**
    * The session's count now, then each time the log grows (from the store's follow); ends when
    * the index is dropped (a replaced log, or more sessions indexed than kept).
@@ -147,6 +189,11 @@ export interface ViewData {
 
 interface Entry {
   readonly index: SessionIndex
+  /** Completed after each chunk the build takes (then replaced), and when the build ends. */
+  tick: Deferred.Deferred<void>
+  /** The build (interrupted when the entry is dropped), and whether it still runs. */
+  builder: Fiber.RuntimeFiber<void> | undefined
+  building: boolean
   readonly changes: PubSub.PubSub<number>
   follower: Fiber.RuntimeFiber<void> | undefined
   /** The live streams of the session now open: it is followed while there is one. */
@@ -168,7 +215,7 @@ export const makeViewData = (store: SessionStoreShape, options: ViewDataOptions 
     const scope = yield* Effect.scope
     const maxIndexes = Math.max(1, options.maxIndexes ?? MAX_INDEXES)
     const maxFollowed = Math.max(1, options.maxFollowed ?? MAX_FOLLOWED)
-    const building = yield* Effect.makeSemaphore(1)
+    const building = yield* Effect.makeSemaphore(BUILDS_AT_ONCE)
     // in use order: the least recently used first
     const entries = new Map<string, Entry>()
 
@@ -176,9 +223,26 @@ export const makeViewData = (store: SessionStoreShape, options: ViewDataOptions 
       Effect.suspend(() => {
         if (entries.get(id) === entry) entries.delete(id)
         return Effect.zipRight(
-          entry.follower === undefined ? Effect.void : Fiber.interrupt(entry.follower),
+          Effect.forEach([entry.builder, entry.follower], (f) => f === undefined ? Effect.void : Fiber.interrupt(f), { discard: true }),
           PubSub.shutdown(entry.changes)
         )
+      })
+
+    /** The next chunk a build takes (the current tick completed, a new one in its place). */
+    const ticked = (entry: Entry) =>
+      Effect.flatMap(Deferred.make<void>(), (next) => {
+        const done = entry.tick
+        entry.tick = next
+        return Deferred.succeed(done, undefined)
+      })
+
+    /** Wait until the index of `entry` is complete or `reached` holds (a build stopped early ends the wait too). */
+    const until = (entry: Entry, reached: (index: SessionIndex) => boolean) =>
+      Effect.gen(function*() {
+        while (!entry.index.complete && !reached(entry.index) && entry.building) {
+          yield* Deferred.await(entry.tick)
+        }
+        return entry.index
       })
 
     /** Extend the index from the store's follow; a failure (a replaced log) drops the index. */
@@ -200,15 +264,33 @@ export const makeViewData = (store: SessionStoreShape, options: ViewDataOptions 
         )
       )
 
+    /**
+     * A new entry of `id` whose index is built in the background (at most `BUILDS_AT_ONCE` at a
+     * time); readers wait for what they need of it (`until`).
+     */
     const build = (id: string, header: SessionHeader | undefined) =>
       Effect.gen(function*() {
-        const cached = entries.get(id)
-        if (cached !== undefined) return cached
-        const index = yield* buildIndex(store, id, header, options.tail)
-        // an unknown session is not kept (it may be created later)
-        if (index.problem?.tag === "SessionNotFound") return undefined
-        const entry: Entry = { index, changes: yield* PubSub.sliding<number>(16), follower: undefined, watchers: 0 }
+        const entry: Entry = {
+          index: new SessionIndex(id, header, options.tail),
+          tick: yield* Deferred.make<void>(),
+          builder: undefined,
+          building: true,
+          changes: yield* PubSub.sliding<number>(16),
+          follower: undefined,
+          watchers: 0
+        }
         entries.set(id, entry)
+        const fill = fillIndex(store, entry.index, ticked(entry)).pipe(
+          building.withPermits(1),
+          Effect.ensuring(Effect.suspend(() => {
+            entry.building = false
+            // an unknown session is not kept (it may be created later)
+            if (entry.index.problem?.tag === "SessionNotFound" && entries.get(id) === entry) entries.delete(id)
+            return Deferred.succeed(entry.tick, undefined)
+          }))
+        )
+        // interruptible (started from a request's fiber, stopped when the entry is dropped)
+        entry.builder = yield* Effect.forkIn(Effect.interruptible(fill), scope)
         while (entries.size > maxIndexes) {
           const [oldId, oldest] = entries.entries().next().value as [string, Entry]
           yield* drop(oldId, oldest)
@@ -239,23 +321,25 @@ export const makeViewData = (store: SessionStoreShape, options: ViewDataOptions 
      * reads a session nobody follows again (it may have grown); a session open in the viewer is
      * served from its index.
      */
-    const entryOf = (id: string, options: { readonly header?: SessionHeader; readonly open: boolean }) =>
+    const entryOf = (id: string, options: { readonly header?: SessionHeader; readonly open: boolean; readonly reread?: boolean }) =>
       Effect.gen(function*() {
         const cached = entries.get(id)
-        if (cached !== undefined && (options.open || cached.follower !== undefined)) {
+        const keep = cached !== undefined &&
+          (options.open || cached.follower !== undefined || !cached.index.complete || options.reread === false)
+        if (keep) {
           entries.delete(id)
           entries.set(id, cached)
           return cached
         }
         if (cached !== undefined) yield* drop(id, cached)
-        return yield* building.withPermits(1)(build(id, options.header))
+        return yield* build(id, options.header)
       })
 
-    const indexOf = (id: string): Effect.Effect<SessionIndex> =>
-      Effect.flatMap(
-        entryOf(id, { open: true }),
-        (entry) => entry !== undefined ? Effect.succeed(entry.index) : buildIndex(store, id, undefined, 0)
-      )
+    /** The index of `id` once it is complete, or (`wait: false`) once `reached` holds of it. */
+    const indexOf = (
+      id: string,
+      reached: (index: SessionIndex) => boolean = () => false
+    ): Effect.Effect<SessionIndex> => Effect.flatMap(entryOf(id, { open: true }), (entry) => until(entry, reached))
 
     /** The events `[from, to)` of an index: from its tail, or read up to `to`. */
     const eventsOf = (index: SessionIndex, from: number, to: number) =>
@@ -301,13 +385,21 @@ export const makeViewData = (store: SessionStoreShape, options: ViewDataOptions 
         return timeTravelFrom(seq, surface, headers, (s) => held.get(s))
       })
 
-    const listSessions = () =>
+    const listSessions = (progress: Progress = {}) =>
       Effect.gen(function*() {
         const headers = yield* store.list()
-        return yield* Effect.forEach(headers, (h) =>
+        // without waiting: every build started at once (when they all fit among the kept indexes,
+        // else one after the other as with waiting: a build started would push out one not done)
+        const noWait = progress.wait === false && headers.length <= maxIndexes
+        const reread = progress.reread !== false
+        const started = noWait
+          ? yield* Effect.forEach(headers, (h) => entryOf(h.id, { header: h, open: false, reread }))
+          : []
+        return yield* Effect.forEach(headers, (h, i) =>
           Effect.gen(function*() {
-            const entry = yield* entryOf(h.id, { header: h, open: false })
-            const index = entry?.index ?? (yield* buildIndex(store, h.id, h, 0))
+            const entry = noWait ? started[i] : yield* entryOf(h.id, { header: h, open: false, reread })
+            const index = noWait ? entry.index : yield* until(entry, () => false)
+            const indexing = !index.complete
             return {
               id: h.id,
               createdAt: h.createdAt,
@@ -316,17 +408,19 @@ export const makeViewData = (store: SessionStoreShape, options: ViewDataOptions 
               lastActivity: Math.max(h.createdAt, index.lastActivity),
               preview: index.preview,
               problem: index.problem,
-              tornTail: index.tornTail
+              tornTail: index.tornTail,
+              indexing
             } satisfies SessionSummary
           }))
       }).pipe(Effect.withSpan("ViewData.listSessions"))
 
-    const timelinePage = (id: string, offset: number, limit: number) =>
+    const timelinePage = (id: string, offset: number, limit: number, progress: Progress = {}) =>
       Effect.gen(function*() {
-        const index = yield* indexOf(id)
+        const end = offset + Math.max(0, Math.min(limit, MAX_PAGE))
+        const index = yield* indexOf(id, (index) => progress.wait === false && index.count >= end)
         const total = index.count
         const from = Math.min(offset, total)
-        const to = Math.min(offset + Math.max(0, Math.min(limit, MAX_PAGE)), total)
+        const to = Math.min(end, total)
         const events = yield* eventsOf(index, from, to)
         return {
           id,
@@ -334,13 +428,15 @@ export const makeViewData = (store: SessionStoreShape, options: ViewDataOptions 
           offset,
           rows: paired(index, timelineRows(events)),
           problem: index.problem,
-          tornTail: index.tornTail
+          tornTail: index.tornTail,
+          indexing: !index.complete
         } satisfies TimelinePage
       }).pipe(Effect.withSpan("ViewData.timelinePage", { attributes: { sessionId: id, offset, limit } }))
 
     const timeTravelAt = (id: string, seq: number) =>
       Effect.gen(function*() {
-        const index = yield* indexOf(id)
+        // what the index knows up to seq is final once it has indexed seq
+        const index = yield* indexOf(id, (index) => index.count > seq)
         if (seq < 0 || seq >= index.count) return { at: null, problem: index.problem }
         const fromIndex = yield* timeTravelOfIndex(index, seq)
         if (fromIndex !== undefined) return { at: fromIndex, problem: index.problem }
@@ -369,12 +465,17 @@ export const makeViewData = (store: SessionStoreShape, options: ViewDataOptions 
         return { provenance, related: paired(index, relatedRows(provenance, (s) => events.get(s))), problem: index.problem }
       }).pipe(Effect.withSpan("ViewData.provenanceAt", { attributes: { sessionId: id, seq } }))
 
-    const headOf = (id: string) => Effect.map(indexOf(id), (index) => ({ id, count: index.count, problem: index.problem }))
+    const headOf = (id: string, progress: Progress = {}) =>
+      Effect.map(
+        indexOf(id, () => progress.wait === false),
+        (index) => ({ id, count: index.count, problem: index.problem, indexing: !index.complete })
+      )
 
     const live = (id: string): Stream.Stream<number> =>
       Stream.unwrapScoped(Effect.gen(function*() {
         const entry = yield* entryOf(id, { open: true })
-        if (entry === undefined) return Stream.make((yield* indexOf(id)).count)
+        yield* until(entry, () => false)
+        if (entries.get(id) !== entry) return Stream.make(entry.index.count)
         const changes = yield* PubSub.subscribe(entry.changes)
         // followed while watched: the follower starts after the subscription, from the index's count
         yield* Effect.acquireRelease(

@@ -186,6 +186,19 @@ export class SessionIndex {
    * @since 0.2.0
    */
   tail: Array<Event> = []
+  /**
+   * The first `tailSize` events (the first page, served while the index is being built).
+   *
+   * @since 0.2.0
+   */
+  readonly head: Array<Event> = []
+  /**
+   * Whether the read that builds the index is over (until then `count` is how many events it
+   * indexed so far, and what the index knows holds up to there).
+   *
+   * @since 0.2.0
+   */
+  complete = false
   private readonly openCalls = new Map<string, number>()
   private readonly replacementAt = new Map<number, number>()
   // the tool results on the surface (a rewrite of one is checked against it, G2)
@@ -258,6 +271,7 @@ export class SessionIndex {
    * @since 0.2.0
    */
   fromTail(from: number, to: number): Array<Event> | undefined {
+    if (to <= this.head.length) return this.head.slice(from, to)
     const first = this.count - this.tail.length
     return from >= first && to <= this.count ? this.tail.slice(from - first, to - first) : undefined
   }
@@ -305,6 +319,7 @@ export class SessionIndex {
       this.preview = content.map((b) => b.type === "text" ? b.text ?? "" : "").join(" ").slice(0, PREVIEW_CHARS)
     }
     if (this.tailSize > 0) {
+      if (this.head.length < this.tailSize) this.head.push(e)
       this.tail.push(e)
       if (this.tail.length > 2 * this.tailSize) this.tail = this.tail.slice(-this.tailSize)
     }
@@ -381,19 +396,33 @@ const STOP = new ReadStop()
  * @category constructors
  */
 export const buildIndex = (store: SessionStoreShape, id: string, header: SessionHeader | undefined, tailSize = TAIL) =>
-  Effect.gen(function*() {
+  Effect.suspend(() => {
     const index = new SessionIndex(id, header, tailSize)
-    const read = yield* readValidated(store, id, (events) =>
-      Effect.sync(() => {
+    return Effect.as(fillIndex(store, index), index)
+  })
+
+/**
+ * Fill an empty index by one validated streamed read, calling `onChunk` after each chunk taken
+ * (the index is usable up to its `count` meanwhile: a build in the background); `complete` once
+ * the read is over.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const fillIndex = (store: SessionStoreShape, index: SessionIndex, onChunk: Effect.Effect<void> = Effect.void) =>
+  Effect.gen(function*() {
+    const read = yield* readValidated(store, index.id, (events) =>
+      Effect.suspend(() => {
         for (const e of events) {
           // accepted by the read's seed validation: the surface plan cannot fail here
           if (index.add(e) !== undefined) break
         }
+        return onChunk
       }))
     index.problem = read.problem
     index.tornTail = read.tornTail
-    return index
-  }).pipe(Effect.withSpan("ViewIndex.build", { attributes: { sessionId: id } }))
+    index.complete = true
+  }).pipe(Effect.withSpan("ViewIndex.build", { attributes: { sessionId: index.id } }))
 
 /**
  * The validated events of `id` in `[from, to)`: a streamed read that stops at `to` (the events
