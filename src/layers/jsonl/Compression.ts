@@ -1,7 +1,8 @@
 /**
  * The codecs of the compressed JSONL layout (docs/formats.md "Compressed JSONL", `FrameEncoding`), the one
- * module that uses node:zlib: CRC-32; the writer's codec, raw DEFLATE per frame with the last
- * bytes of its segment's earlier text as preset dictionary (synchronous, one call per frame); the
+ * module that uses node:zlib: CRC-32; the writer's codec, raw DEFLATE per frame over its
+ * segment's earlier text (one zlib stream per segment, sync-flushed and closed per frame,
+ * synchronous; or, where Node's zlib cannot do that, a dictionary per frame); the
  * first layout's brotli segments (one stream flushed per frame, asynchronous), which every reader
  * still decodes and which `WriterCodec` can select to measure it or to make files of that layout.
  * Per session, the store keeps the encoder of the segment its last write continued
@@ -52,7 +53,7 @@ export const makeSegmentEncoder = (codec: SegmentCodec): SegmentEncoder =>
   codec === "deflate" ? makeDeflateEncoder() : makeBrotliEncoder()
 
 // ---------------------------------------------------------------------------------------------
-// deflate: one raw DEFLATE stream per frame, the segment's earlier text as history
+// deflate: one complete raw DEFLATE stream per frame, the segment's earlier text as history
 
 /**
  * How much of a segment's earlier text a frame's DEFLATE stream may refer to (DEFLATE's window):
@@ -60,16 +61,15 @@ export const makeSegmentEncoder = (codec: SegmentCodec): SegmentEncoder =>
  */
 export const HISTORY_BYTES = 32_768
 
+/** The writer's DEFLATE level (measured on the issue-16 workload, bench/README.md). */
+const DEFLATE_LEVEL = 3
+
 /**
- * The writer's dictionary: the last this-many bytes of the segment's earlier text (a suffix of a
- * reader's history, so readers depend on it no more than on the level). Measured on the issue-16
- * workload (bench/README.md): zlib loads the dictionary into its hash chains on every call, so
- * its cost grows with its size while the size gained shrinks.
+ * The fallback writer's dictionary (`makeDictionaryDeflateEncoder`): the last this-many bytes of
+ * the segment's earlier text (a suffix of a reader's history). zlib loads it into its hash chains
+ * on every call, so its cost grows with its size while the size gained shrinks.
  */
 export const DICTIONARY_BYTES = 4_096
-
-/** The writer's DEFLATE parameters (measured with `DICTIONARY_BYTES`, bench/README.md). */
-const DEFLATE_OPTIONS: Zlib.ZlibOptions = { level: 3 }
 
 const EMPTY: Uint8Array = new Uint8Array(0)
 
@@ -86,7 +86,7 @@ export const slideHistory = (history: Uint8Array, text: Uint8Array, keep: number
 /** The frame's payload: `text` as one raw DEFLATE stream whose preset dictionary is `dictionary`. */
 export const deflateFrame = (text: Uint8Array, dictionary: Uint8Array): Uint8Array | CodecFailure => {
   try {
-    return Zlib.deflateRawSync(text, dictionary.length === 0 ? DEFLATE_OPTIONS : { ...DEFLATE_OPTIONS, dictionary })
+    return Zlib.deflateRawSync(text, dictionary.length === 0 ? { level: DEFLATE_LEVEL } : { level: DEFLATE_LEVEL, dictionary })
   } catch (cause) {
     return { codec: "deflate", cause }
   }
@@ -112,8 +112,19 @@ export const inflateFrame = (payload: Uint8Array, history: Uint8Array, textBytes
   }
 }
 
-/** A deflate segment's encoder: synchronous, its state the segment's last `DICTIONARY_BYTES`. */
-const makeDeflateEncoder = (): SegmentEncoder => {
+/**
+ * A deflate segment's encoder: the segment's one zlib stream when this Node's zlib offers it
+ * synchronously (`makeStreamingDeflateEncoder`), else a stream per frame over a dictionary
+ * (`makeDictionaryDeflateEncoder`). Both write the same layout; readers cannot tell them apart.
+ */
+const makeDeflateEncoder = (): SegmentEncoder => makeStreamingDeflateEncoder() ?? makeDictionaryDeflateEncoder()
+
+/**
+ * The fallback deflate encoder: each frame one `deflateRawSync` call with the segment's last
+ * `DICTIONARY_BYTES` of text as preset dictionary (a new zlib stream, its state allocated, its
+ * hash chains filled from the dictionary, per frame).
+ */
+export const makeDictionaryDeflateEncoder = (): SegmentEncoder => {
   let history = EMPTY
   let broken = false
   const encodeSync = (text: Uint8Array): Uint8Array | CodecFailure => {
@@ -126,21 +137,135 @@ const makeDeflateEncoder = (): SegmentEncoder => {
     history = slideHistory(history, text, DICTIONARY_BYTES)
     return payload
   }
-  return {
-    codec: "deflate",
-    encode: (text) =>
-      Effect.suspend(() => {
-        const payload = encodeSync(text)
-        return payload instanceof Uint8Array ? Effect.succeed(payload) : Effect.fail(payload)
-      }),
-    encodeSync,
-    broken: () => broken,
-    close: () => {
-      broken = true
-      history = EMPTY
-    }
-  }
+  return syncEncoder("deflate", encodeSync, () => broken, () => {
+    broken = true
+    history = EMPTY
+  })
 }
+
+/**
+ * An empty final block (BFINAL set, fixed Huffman codes, the end-of-block code alone): after a
+ * sync flush, which ends on a byte boundary, these two bytes close the frame's DEFLATE stream.
+ */
+const FINAL_BLOCK: Uint8Array = Uint8Array.of(0x03, 0x00)
+
+/** The part of a node:zlib stream's native handle the streaming encoder drives. */
+interface NativeZlib {
+  readonly writeSync: (
+    flush: number,
+    input: Uint8Array,
+    inputOffset: number,
+    inputLength: number,
+    output: Uint8Array,
+    outputOffset: number,
+    outputLength: number
+  ) => void
+}
+
+/**
+ * The synchronous write of a node:zlib stream, the one its own `deflateRawSync` drives: the native
+ * handle's `writeSync` and the `[availOut, availIn]` it leaves in the stream's write state. Not
+ * a documented API of Node 20 (which has no synchronous flush of a stream), so it is looked for:
+ * `undefined` when this Node's zlib lacks it.
+ */
+const nativeOf = (stream: Zlib.DeflateRaw): { readonly handle: NativeZlib; readonly state: Uint32Array } | undefined => {
+  const inner = stream as unknown as { readonly _handle?: unknown; readonly _writeState?: unknown }
+  const handle = inner._handle
+  const state = inner._writeState
+  if (typeof handle !== "object" || handle === null || typeof (handle as Partial<NativeZlib>).writeSync !== "function") {
+    return undefined
+  }
+  if (!(state instanceof Uint32Array) || state.length < 2) return undefined
+  return { handle: handle as NativeZlib, state }
+}
+
+/** Room the streaming encoder's output buffer starts with (it grows for larger frames). */
+const OUTPUT_BYTES = 64 * 1024
+
+/**
+ * The streaming deflate encoder: the segment's frames go through ONE raw DEFLATE stream (level
+ * `DEFLATE_LEVEL`, a 32 KiB window), each ended by a sync flush and closed by `FINAL_BLOCK`, so
+ * that each frame's payload is a complete raw DEFLATE stream whose back-references reach at most
+ * 32 KiB into the segment's earlier text (C.3) — what a reader's history holds. Nothing is set up
+ * per frame: zlib's state and hash chains carry over from frame to frame. `undefined` when this
+ * Node's zlib offers no synchronous write of a stream (`nativeOf`).
+ */
+export const makeStreamingDeflateEncoder = (): SegmentEncoder | undefined => {
+  let stream: Zlib.DeflateRaw
+  try {
+    stream = Zlib.createDeflateRaw({ level: DEFLATE_LEVEL })
+  } catch {
+    return undefined
+  }
+  const native = nativeOf(stream)
+  if (native === undefined) {
+    stream.close()
+    return undefined
+  }
+  const { handle, state } = native
+  let failure: unknown = undefined
+  let broken = false
+  // zlib reports an error by destroying the stream, which then emits it: kept, never thrown
+  stream.on("error", (error) => {
+    failure ??= error
+    broken = true
+  })
+  let output: Uint8Array = new Uint8Array(OUTPUT_BYTES)
+  const fail = (cause: unknown): CodecFailure => {
+    broken = true
+    return { codec: "deflate", cause }
+  }
+  const encodeSync = (text: Uint8Array): Uint8Array | CodecFailure => {
+    if (broken) return { codec: "deflate", cause: failure ?? "the segment encoder is no longer usable" }
+    let inputOffset = 0
+    let inputLength = text.length
+    let written = 0
+    try {
+      for (;;) {
+        handle.writeSync(Zlib.constants.Z_SYNC_FLUSH, text, inputOffset, inputLength, output, written, output.length - written)
+        if (stream.destroyed || failure !== undefined) return fail(failure ?? "the zlib stream was destroyed")
+        const availOut = state[0]
+        const availIn = state[1]
+        written = output.length - availOut
+        inputOffset += inputLength - availIn
+        inputLength = availIn
+        // room left: the input is consumed and the flush complete (zlib's contract for Z_SYNC_FLUSH)
+        if (availOut !== 0) break
+        const grown = new Uint8Array(output.length * 2)
+        grown.set(output)
+        output = grown
+      }
+    } catch (cause) {
+      return fail(cause)
+    }
+    const payload = new Uint8Array(written + FINAL_BLOCK.length)
+    payload.set(output.subarray(0, written), 0)
+    payload.set(FINAL_BLOCK, written)
+    return payload
+  }
+  return syncEncoder("deflate", encodeSync, () => broken, () => {
+    broken = true
+    stream.close()
+  })
+}
+
+/** A `SegmentEncoder` of a synchronous `encodeSync`. */
+const syncEncoder = (
+  codec: SegmentCodec,
+  encodeSync: (text: Uint8Array) => Uint8Array | CodecFailure,
+  broken: () => boolean,
+  close: () => void
+): SegmentEncoder => ({
+  codec,
+  encode: (text) =>
+    Effect.suspend(() => {
+      const payload = encodeSync(text)
+      return payload instanceof Uint8Array ? Effect.succeed(payload) : Effect.fail(payload)
+    }),
+  encodeSync,
+  broken,
+  close
+})
 
 // ---------------------------------------------------------------------------------------------
 // brotli: one stream per segment, flushed after every frame (the first layout)

@@ -107,6 +107,14 @@ const isTurnEndLine = (line: string): boolean => line.startsWith("{\"type\":\"tu
  * `FRAME_TEXT_TARGET` bytes of text per frame, a longer line alone.
  */
 export const frameTexts = (lines: ReadonlyArray<string>): Array<FrameText> => {
+  if (lines.length === 0) return []
+  // the common case, a batch well under the target: one frame, its text encoded once (UTF-8
+  // takes at most 3 bytes per UTF-16 code unit, so no line's byte length needs counting)
+  let units = 0
+  for (const line of lines) units += line.length + 1
+  if (units * 3 <= FRAME_TEXT_TARGET) {
+    return [{ text: Buffer.from(lines.join("\n") + "\n", "utf8"), turnEnd: lines.some(isTurnEndLine) }]
+  }
   const frames: Array<FrameText> = []
   let parts: Array<string> = []
   let bytes = 0
