@@ -9,6 +9,16 @@
 import * as Schema from "effect/Schema"
 import { at, OptDetail, OptSeq, Rule, tail } from "./ErrorFields.js"
 
+// the fields and message of an error on one event's part (D, H): `[rule] <type> at seq <seq>: <detail>`
+const EventPartFields = { rule: Rule, seq: OptSeq, eventType: Schema.String, detail: OptDetail }
+const eventPartMessage = (e: Schema.Struct.Type<typeof EventPartFields>): string =>
+  `[${e.rule}] ${e.eventType}${at(e.seq)}${tail(e.detail)}`
+
+// the fields and message of an invalid element of one event (E, G, I): `[rule] invalid <what> at seq <seq>: <detail>`
+const InvalidPartFields = { rule: Rule, seq: OptSeq, detail: Schema.String }
+const invalidPartMessage = (what: string, e: Schema.Struct.Type<typeof InvalidPartFields>): string =>
+  `[${e.rule}] invalid ${what}${at(e.seq)}: ${e.detail}`
+
 /**
  * A value is not lossless JSON (A1–A9, B8).
  *
@@ -69,14 +79,9 @@ export class SeqNotContiguous extends Schema.TaggedError<SeqNotContiguous>()("Se
  * @since 0.1.0
  * @category errors
  */
-export class SurfaceMarkerInvalid extends Schema.TaggedError<SurfaceMarkerInvalid>()("SurfaceMarkerInvalid", {
-  rule: Rule,
-  seq: OptSeq,
-  eventType: Schema.String,
-  detail: OptDetail
-}) {
+export class SurfaceMarkerInvalid extends Schema.TaggedError<SurfaceMarkerInvalid>()("SurfaceMarkerInvalid", EventPartFields) {
   override get message(): string {
-    return `[${this.rule}] ${this.eventType}${at(this.seq)}${tail(this.detail)}`
+    return eventPartMessage(this)
   }
 }
 
@@ -86,13 +91,9 @@ export class SurfaceMarkerInvalid extends Schema.TaggedError<SurfaceMarkerInvali
  * @since 0.1.0
  * @category errors
  */
-export class ProvenanceInvalid extends Schema.TaggedError<ProvenanceInvalid>()("ProvenanceInvalid", {
-  rule: Rule,
-  seq: OptSeq,
-  detail: Schema.String
-}) {
+export class ProvenanceInvalid extends Schema.TaggedError<ProvenanceInvalid>()("ProvenanceInvalid", InvalidPartFields) {
   override get message(): string {
-    return `[${this.rule}] invalid sourceEventSeqs${at(this.seq)}: ${this.detail}`
+    return invalidPartMessage("sourceEventSeqs", this)
   }
 }
 
@@ -123,10 +124,10 @@ export class ReplaceRangeInvalid extends Schema.TaggedError<ReplaceRangeInvalid>
  */
 export class ToolResultRewriteInvalid extends Schema.TaggedError<ToolResultRewriteInvalid>()(
   "ToolResultRewriteInvalid",
-  { rule: Rule, seq: OptSeq, detail: Schema.String }
+  InvalidPartFields
 ) {
   override get message(): string {
-    return `[${this.rule}] invalid tool/result rewrite${at(this.seq)}: ${this.detail}`
+    return invalidPartMessage("tool/result rewrite", this)
   }
 }
 
@@ -136,14 +137,9 @@ export class ToolResultRewriteInvalid extends Schema.TaggedError<ToolResultRewri
  * @since 0.1.0
  * @category errors
  */
-export class MessageShapeInvalid extends Schema.TaggedError<MessageShapeInvalid>()("MessageShapeInvalid", {
-  rule: Rule,
-  seq: OptSeq,
-  eventType: Schema.String,
-  detail: OptDetail
-}) {
+export class MessageShapeInvalid extends Schema.TaggedError<MessageShapeInvalid>()("MessageShapeInvalid", EventPartFields) {
   override get message(): string {
-    return `[${this.rule}] ${this.eventType}${at(this.seq)}${tail(this.detail)}`
+    return eventPartMessage(this)
   }
 }
 
@@ -153,13 +149,9 @@ export class MessageShapeInvalid extends Schema.TaggedError<MessageShapeInvalid>
  * @since 0.1.0
  * @category errors
  */
-export class RequestHeaderInvalid extends Schema.TaggedError<RequestHeaderInvalid>()("RequestHeaderInvalid", {
-  rule: Rule,
-  seq: OptSeq,
-  detail: Schema.String
-}) {
+export class RequestHeaderInvalid extends Schema.TaggedError<RequestHeaderInvalid>()("RequestHeaderInvalid", InvalidPartFields) {
   override get message(): string {
-    return `[${this.rule}] invalid request header${at(this.seq)}: ${this.detail}`
+    return invalidPartMessage("request header", this)
   }
 }
 
