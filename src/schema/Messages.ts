@@ -58,6 +58,9 @@ export const ToolCallBlock = Schema.Struct({
  */
 export type ToolCallBlock = typeof ToolCallBlock.Type
 
+// the keys of an open union's member besides its discriminator, kept as they are
+const OtherKeys = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
 /**
  * Content blocks form an open union keyed by `type` (H10): internals are not validated by core.
  *
@@ -74,10 +77,7 @@ export interface ContentBlock {
  * @since 0.1.0
  * @category schemas
  */
-export const ContentBlock: Schema.Schema<ContentBlock> = Schema.Struct(
-  { type: Schema.String },
-  Schema.Record({ key: Schema.String, value: Schema.Unknown })
-)
+export const ContentBlock: Schema.Schema<ContentBlock> = Schema.Struct({ type: Schema.String }, OtherKeys)
 
 /**
  * The single block of a tool result message.
@@ -115,10 +115,7 @@ export interface MessageSource {
  * @since 0.1.0
  * @category schemas
  */
-export const MessageSource: Schema.Schema<MessageSource> = Schema.Struct(
-  { kind: Schema.NonEmptyString },
-  Schema.Record({ key: Schema.String, value: Schema.Unknown })
-)
+export const MessageSource: Schema.Schema<MessageSource> = Schema.Struct({ kind: Schema.NonEmptyString }, OtherKeys)
 
 /**
  * The source of an assistant message.
