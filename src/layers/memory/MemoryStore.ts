@@ -84,6 +84,21 @@ export const make = (options: MemoryStoreOptions = {}): Effect.Effect<SessionSto
     const conflict = (id: string, expectedSeq: number, storedSeq: number) =>
       new AppendConflict({ rule: expectedSeq > storedSeq ? "C5" : "C7", sessionId: id, expectedSeq, storedSeq })
     const notFound = (id: string) => new SessionNotFound({ rule: "L11", sessionId: id })
+    /** The stored session if it is still at `revision` (L11, L8; the conflict names `expectedSeq`). */
+    const atRevision = (id: string, revision: string, expectedSeq: number) =>
+      Effect.suspend((): Effect.Effect<Stored, SessionNotFound | AppendConflict> => {
+        const current = stored.get(id)
+        if (current === undefined) return Effect.fail(notFound(id))
+        return String(current.revision) === revision ? Effect.succeed(current) : Effect.fail(
+          new AppendConflict({
+            rule: "L8",
+            sessionId: id,
+            expectedSeq,
+            storedSeq: current.events.length,
+            detail: "the stored log changed since it was read"
+          })
+        )
+      })
 
     /** The body of an append after the batch checks: registration, expected seq, then store. */
     const storeBatch = (id: string, events: ReadonlyArray<Event>, expectedSeq: number) => {
@@ -147,17 +162,7 @@ export const make = (options: MemoryStoreOptions = {}): Effect.Effect<SessionSto
 
       replaceLog: (id, header, events, { backup, revision }) =>
         Effect.gen(function*() {
-          const current = stored.get(id)
-          if (current === undefined) return yield* notFound(id)
-          if (String(current.revision) !== revision) {
-            return yield* new AppendConflict({
-              rule: "L8",
-              sessionId: id,
-              expectedSeq: events.length,
-              storedSeq: current.events.length,
-              detail: "the stored log changed since it was read"
-            })
-          }
+          const current = yield* atRevision(id, revision, events.length)
           current.backups.push({ reason: backup, header: current.header, events: current.events })
           current.header = header
           current.events = [...events]
@@ -167,17 +172,7 @@ export const make = (options: MemoryStoreOptions = {}): Effect.Effect<SessionSto
 
       discard: (id, { revision }) =>
         Effect.gen(function*() {
-          const current = stored.get(id)
-          if (current === undefined) return yield* notFound(id)
-          if (String(current.revision) !== revision) {
-            return yield* new AppendConflict({
-              rule: "L8",
-              sessionId: id,
-              expectedSeq: 0,
-              storedSeq: current.events.length,
-              detail: "the stored log changed since it was read"
-            })
-          }
+          yield* atRevision(id, revision, 0)
           stored.delete(id)
           changed(id)
         })
