@@ -122,7 +122,8 @@ export const BUILDS_AT_ONCE = 2
  * answers once the index is complete; `wait: false` answers with what is indexed so far (the
  * first page, the sessions list with the events indexed so far: the first open of a long
  * session). `reread: false` keeps the list from reading again the sessions nobody follows (what
- * the app asks while it shows the progress of indexes).
+ * the app asks while it shows the progress of indexes): it lists the sessions of the last listing
+ * and reports their indexes as they are.
  *
  * @since 0.2.0
  * @category models
@@ -385,9 +386,13 @@ export const makeViewData = (store: SessionStoreShape, options: ViewDataOptions 
         return timeTravelFrom(seq, surface, headers, (s) => held.get(s))
       })
 
+    let listed: ReadonlyArray<SessionHeader> | undefined
     const listSessions = (progress: Progress = {}) =>
       Effect.gen(function*() {
-        const headers = yield* store.list()
+        // `reread: false` lists the sessions of the last listing again (a store whose one connection
+        // a build holds, SQLite's, would make a new listing wait for the build)
+        const headers = progress.reread === false && listed !== undefined ? listed : yield* store.list()
+        listed = headers
         // without waiting: every build started at once (when they all fit among the kept indexes,
         // else one after the other as with waiting: a build started would push out one not done)
         const noWait = progress.wait === false && headers.length <= maxIndexes
