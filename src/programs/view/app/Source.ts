@@ -27,7 +27,10 @@ import {
  * @category models
  */
 export interface Source {
+  /** The sessions, with the progress of the indexes still being built (`indexing`). */
   readonly sessions: () => Promise<ReadonlyArray<SessionSummary>>
+  /** The sessions listed last, their indexes as they are now (the progress of those being built). */
+  readonly progress?: () => Promise<ReadonlyArray<SessionSummary>>
   readonly page: (id: string, offset: number, limit: number) => Promise<TimelinePage>
   readonly at: (id: string, seq: number) => Promise<{ readonly at: TimeTravel | null; readonly problem: LoadProblem | null }>
   readonly provenance: (id: string, seq: number) => Promise<{
@@ -75,8 +78,10 @@ export const httpSource = (token: string): Source => {
   }
   const enc = encodeURIComponent
   return {
-    sessions: () => get("/api/sessions").then((b) => b.sessions),
-    page: (id, offset, limit) => get(`/api/sessions/${enc(id)}/events?offset=${offset}&limit=${limit}`),
+    // wait=0: what is indexed so far, with the progress of the indexes still being built
+    sessions: () => get("/api/sessions?wait=0").then((b) => b.sessions),
+    progress: () => get("/api/sessions?wait=0&reread=0").then((b) => b.sessions),
+    page: (id, offset, limit) => get(`/api/sessions/${enc(id)}/events?offset=${offset}&limit=${limit}&wait=0`),
     at: (id, seq) => get(`/api/sessions/${enc(id)}/at/${seq}`),
     provenance: (id, seq) => get(`/api/sessions/${enc(id)}/provenance/${seq}`),
     head: (id) => get(`/api/sessions/${enc(id)}/head`),

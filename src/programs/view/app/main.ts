@@ -117,7 +117,9 @@ const notice = (text: string) => void (byId("notice").textContent = text)
 // --- sessions -------------------------------------------------------------------------------
 
 const statusOf = (s: SessionSummary): { text: string; cls: string } =>
-  s.problem !== null
+  s.indexing === true
+    ? { text: `indexing… ${s.events.toLocaleString("en")} events so far`, cls: "pending" }
+    : s.problem !== null
     ? { text: `✗ ${s.problem.rule ?? s.problem.tag}${s.problem.seq === null ? "" : ` at seq ${s.problem.seq}`}`, cls: "bad" }
     : s.tornTail !== null
     ? { text: `torn tail at seq ${s.tornTail.fromSeq}`, cls: "warn" }
@@ -270,7 +272,9 @@ const renderPage = (page: TimelinePage) => {
   const rows = byId<HTMLOListElement>("rows")
   rows.replaceChildren(...page.rows.map(rowElement))
   const last = page.rows.length === 0 ? page.offset : page.rows[page.rows.length - 1].lastSeq
-  byId("range").textContent = page.total === 0 ? "no events" : `events ${page.offset}–${last} of ${page.total}`
+  byId("range").textContent = page.total === 0
+    ? (page.indexing === true ? "indexing…" : "no events")
+    : `events ${page.offset}–${last} of ${page.total}${page.indexing === true ? " so far (indexing…)" : ""}`
   const slider = byId<HTMLInputElement>("seq")
   slider.max = String(Math.max(0, page.total - 1))
   byId<HTMLButtonElement>("prev").disabled = page.offset === 0
@@ -509,6 +513,32 @@ const refused = (e: unknown) => {
   notice(`error: ${e instanceof Error ? e.message : String(e)}`)
 }
 
+/**
+ * While indexes are being built (the first open of a long session): the list shows their
+ * progress, asked again every `POLL_MS` until every index is complete; the open session's page
+ * is loaded again when its index completes (its total, its pairings).
+ */
+const followProgress = () => {
+  const { progress } = state.source
+  if (progress === undefined || !state.sessions.some((s) => s.indexing === true)) return
+  const timer = setInterval(() => {
+    void progress().then((sessions) => {
+      const wasIndexing = new Set(state.sessions.filter((s) => s.indexing === true).map((s) => s.id))
+      state.sessions = sessions
+      renderSessions()
+      const open = state.session
+      if (open !== null && wasIndexing.has(open) && sessions.some((s) => s.id === open && s.indexing !== true)) {
+        notice("indexed")
+        if (state.page !== null) void loadPage(state.page.offset)
+      }
+      if (!sessions.some((s) => s.indexing === true)) clearInterval(timer)
+    }, (e: unknown) => {
+      clearInterval(timer)
+      refused(e)
+    })
+  }, POLL_MS)
+}
+
 // --- start ----------------------------------------------------------------------------------
 
 /** The inline data of an exported HTML file, if this page is one. */
@@ -537,6 +567,7 @@ const start = async () => {
   try {
     state.sessions = await state.source.sessions()
     renderSessions()
+    followProgress()
     const hash = new URLSearchParams(location.hash.slice(1))
     const first = hash.get("session") ?? (document.body.dataset.session || undefined) ??
       (inline === undefined ? undefined : state.sessions[0]?.id)
