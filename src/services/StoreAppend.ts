@@ -7,18 +7,7 @@
  * @since 0.2.0
  */
 import * as Effect from "effect/Effect"
-import type {
-  AppendConflict,
-  InvalidEnvelope,
-  LegacyFormRefused,
-  NotLosslessJson,
-  RequestHeaderInvalid,
-  SessionExists,
-  SessionNotFound,
-  StoreCorrupt,
-  StoreFailure,
-  UnknownEventType
-} from "../schema/Errors.js"
+import type { SessionExists, SessionNotFound, StoreCorrupt, StoreFailure } from "../schema/Errors.js"
 import type { Event } from "../schema/Events.js"
 import { DEFAULT_MAX_EVENT_BYTES } from "../schema/Format.js"
 import { type BatchError, type PreparedBatch, type PreparedEvent, prepareBatch } from "./PrepareEvent.js"
@@ -30,12 +19,7 @@ import { type BatchError, type PreparedBatch, type PreparedEvent, prepareBatch }
  * @category errors
  */
 export type StoreAppendError =
-  | NotLosslessJson
-  | InvalidEnvelope
-  | RequestHeaderInvalid
-  | LegacyFormRefused
-  | UnknownEventType
-  | AppendConflict
+  | BatchError
   | SessionNotFound
   | SessionExists
   | StoreCorrupt
