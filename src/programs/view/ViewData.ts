@@ -201,6 +201,12 @@ interface Entry {
   watchers: number
 }
 
+/** A turn of the event loop (a macrotask: pending I/O, such as the server's responses, runs first). */
+const yieldToIo = Effect.async<void>((resume) => {
+  const timer = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(timer))
+})
+
 /** A tool row's pairing from the index (across pages), other rows as they are. */
 const paired = (index: SessionIndex, rows: ReadonlyArray<TimelineRow>): Array<TimelineRow> =>
   rows.map((r) => r.type === "tool/call" || r.type === "tool/result" ? { ...r, pairedSeq: index.pairs.get(r.seq) ?? null } : r)
@@ -229,12 +235,16 @@ export const makeViewData = (store: SessionStoreShape, options: ViewDataOptions 
         )
       })
 
-    /** The next chunk a build takes (the current tick completed, a new one in its place). */
+    /**
+     * The next chunk a build took (the current tick completed, a new one in its place), then a
+     * turn of the event loop: a store that reads synchronously (SQLite) would otherwise hold the
+     * server's responses until the whole build is over.
+     */
     const ticked = (entry: Entry) =>
       Effect.flatMap(Deferred.make<void>(), (next) => {
         const done = entry.tick
         entry.tick = next
-        return Deferred.succeed(done, undefined)
+        return Effect.zipRight(Deferred.succeed(done, undefined), yieldToIo)
       })
 
     /** Wait until the index of `entry` is complete or `reached` holds (a build stopped early ends the wait too). */
