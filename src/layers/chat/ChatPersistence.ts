@@ -162,6 +162,19 @@ export const make = <R = never>(
               })
             )
           )
+        /** A call answered whole (`generateText`, `generateObject`): its response's parts recorded as chunks after it. */
+        const generated = (
+          method: string,
+          callOptions: any,
+          generate: (options: any) => Effect.Effect<{ readonly content: ReadonlyArray<Response.AnyPart> }, any, any>
+        ) =>
+          withCallEntry(chatId, method, (entry) =>
+            call(env, chatId, entry, historyRef, state, method, callOptions.prompt, callOptions.toolkit, (prompt, toolkit) =>
+              generate({
+                ...callOptions,
+                prompt,
+                ...(toolkit === undefined ? {} : { toolkit })
+              }), (response) => response.content, false))
         const persisted: Chat.Persisted = {
           id: chatId,
           history: historyRef,
@@ -188,24 +201,8 @@ export const make = <R = never>(
               yield* Ref.set(historyRef, state.synced)
             })
           ).pipe(Effect.mapError(backing("save")), Effect.withSpan("ChatPersistence.save")),
-          generateText: (callOptions: any) =>
-            withCallEntry(chatId, "generateText", (entry) =>
-              call(env, chatId, entry, historyRef, state, "generateText", callOptions.prompt, callOptions.toolkit, (prompt, toolkit) =>
-                LanguageModel.generateText({
-                  ...callOptions,
-                  prompt,
-                  ...(toolkit === undefined ? {} : { toolkit })
-                }), (response: LanguageModel.GenerateTextResponse<any>) => response.content, false)
-            ) as never,
-          generateObject: (callOptions: any) =>
-            withCallEntry(chatId, "generateObject", (entry) =>
-              call(env, chatId, entry, historyRef, state, "generateObject", callOptions.prompt, callOptions.toolkit, (prompt, toolkit) =>
-                LanguageModel.generateObject({
-                  ...callOptions,
-                  prompt,
-                  ...(toolkit === undefined ? {} : { toolkit })
-                }), (response: LanguageModel.GenerateObjectResponse<any, unknown>) => response.content, false)
-            ) as never,
+          generateText: (callOptions: any) => generated("generateText", callOptions, LanguageModel.generateText) as never,
+          generateObject: (callOptions: any) => generated("generateObject", callOptions, LanguageModel.generateObject) as never,
           streamText: (callOptions: any) =>
             Stream.unwrapScoped(Effect.gen(function*() {
               const entry = yield* RcMap.get(entries, chatId).pipe(Effect.catchAll(die("streamText")))
