@@ -14,7 +14,8 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import { make as makeSqliteStore } from "../../src/layers/sql/sqlite/SqliteStore.js"
-import { makeViewData } from "../../src/programs/view/ViewData.js"
+import { make as makeMemoryStore } from "../../src/layers/memory/MemoryStore.js"
+import { BUILDS_AT_ONCE, LISTED_AFTER, makeViewData } from "../../src/programs/view/ViewData.js"
 import { demo, seed } from "./helpers.js"
 
 const { events } = demo()
@@ -70,6 +71,17 @@ describe("the first open while the index is built", () => {
       assert.strictEqual(whole.rows.find((r) => r.seq === 19)?.pairedSeq, 20)
       assert.deepStrictEqual(yield* data.headOf(id), { id, count: events.length, problem: null, indexing: false })
     }).pipe(Effect.provide(NodeContext.layer)), 20_000)
+
+  it.scopedLive("the list without waiting: sessions shorter than LISTED_AFTER are listed complete, however many are queued", () =>
+    Effect.gen(function*() {
+      const store = yield* makeMemoryStore()
+      const ids: Array<string> = []
+      for (let k = 0; k < BUILDS_AT_ONCE + 3; k++) ids.push(yield* seed(store, demo(), `s${k}`))
+      assert.ok(events.length < LISTED_AFTER)
+      const data = yield* makeViewData(store)
+      const listed = yield* data.listSessions({ wait: false })
+      assert.deepStrictEqual(listed.map((s) => [s.id, s.events, s.indexing]), ids.map((id) => [id, events.length, false]))
+    }), 20_000)
 
   it.scopedLive("waiting (the default): a page answers once the index is complete, as before", () =>
     Effect.gen(function*() {

@@ -118,10 +118,20 @@ export const MAX_FOLLOWED = 8
 export const BUILDS_AT_ONCE = 2
 
 /**
+ * How many events an index being built must have taken before the list without waiting shows
+ * its progress: a session up to this size is listed with its index complete.
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const LISTED_AFTER = 10_000
+
+/**
  * How a read of the viewer treats a session whose index is being built: `wait` (the default)
  * answers once the index is complete; `wait: false` answers with what is indexed so far (the
  * first page, the sessions list with the events indexed so far: the first open of a long
- * session). `reread: false` keeps the list from reading again the sessions nobody follows (what
+ * session; the list waits for an index until it is complete or has taken `LISTED_AFTER`
+ * events, or is queued behind builds past that). `reread: false` keeps the list from reading again the sessions nobody follows (what
  * the app asks while it shows the progress of indexes): it lists the sessions of the last listing
  * and reports their indexes as they are.
  *
@@ -190,11 +200,11 @@ export interface ViewData {
 
 interface Entry {
   readonly index: SessionIndex
-  /** Completed after each chunk the build takes (then replaced), and when the build ends. */
-  tick: Deferred.Deferred<void>
   /** The build (interrupted when the entry is dropped), and whether it still runs. */
   builder: Fiber.RuntimeFiber<void> | undefined
   building: boolean
+  /** Whether the build waits for its turn (`BUILDS_AT_ONCE` others run). */
+  queued: boolean
   readonly changes: PubSub.PubSub<number>
   follower: Fiber.RuntimeFiber<void> | undefined
   /** The live streams of the session now open: it is followed while there is one. */
@@ -240,21 +250,34 @@ export const makeViewData = (store: SessionStoreShape, options: ViewDataOptions 
      * turn of the event loop: a store that reads synchronously (SQLite) would otherwise hold the
      * server's responses until the whole build is over.
      */
-    const ticked = (entry: Entry) =>
-      Effect.flatMap(Deferred.make<void>(), (next) => {
-        const done = entry.tick
-        entry.tick = next
-        return Effect.zipRight(Deferred.succeed(done, undefined), yieldToIo)
-      })
+    let tick = yield* Deferred.make<void>()
+    const ticked = Effect.flatMap(Deferred.make<void>(), (next) => {
+      const done = tick
+      tick = next
+      return Deferred.succeed(done, undefined)
+    })
+    // the builds running now
+    const running = new Set<Entry>()
 
-    /** Wait until the index of `entry` is complete or `reached` holds (a build stopped early ends the wait too). */
+    /**
+     * Wait until the index of `entry` is complete or `reached` holds (a build stopped early ends
+     * the wait too), looked at again after each chunk any build takes and each build's end.
+     */
     const until = (entry: Entry, reached: (index: SessionIndex) => boolean) =>
       Effect.gen(function*() {
         while (!entry.index.complete && !reached(entry.index) && entry.building) {
-          yield* Deferred.await(entry.tick)
+          yield* Deferred.await(tick)
         }
         return entry.index
       })
+
+    /**
+     * What the list without waiting waits for: an index complete or past `LISTED_AFTER` events,
+     * or queued behind builds that all are (long sessions: its turn may be seconds away).
+     */
+    const listable = (entry: Entry) => (index: SessionIndex) =>
+      index.count >= LISTED_AFTER ||
+      (entry.queued && running.size >= BUILDS_AT_ONCE && [...running].every((r) => r.index.count >= LISTED_AFTER))
 
     /** Extend the index from the store's follow; a failure (a replaced log) drops the index. */
     const follow = (id: string, entry: Entry) =>
@@ -283,21 +306,27 @@ export const makeViewData = (store: SessionStoreShape, options: ViewDataOptions 
       Effect.gen(function*() {
         const entry: Entry = {
           index: new SessionIndex(id, header, options.tail),
-          tick: yield* Deferred.make<void>(),
           builder: undefined,
           building: true,
+          queued: true,
           changes: yield* PubSub.sliding<number>(16),
           follower: undefined,
           watchers: 0
         }
         entries.set(id, entry)
-        const fill = fillIndex(store, entry.index, ticked(entry)).pipe(
+        const start = Effect.sync(() => {
+          entry.queued = false
+          running.add(entry)
+        })
+        const fill = Effect.zipRight(start, fillIndex(store, entry.index, Effect.zipRight(ticked, yieldToIo))).pipe(
           building.withPermits(1),
           Effect.ensuring(Effect.suspend(() => {
             entry.building = false
+            entry.queued = false
+            running.delete(entry)
             // an unknown session is not kept (it may be created later)
             if (entry.index.problem?.tag === "SessionNotFound" && entries.get(id) === entry) entries.delete(id)
-            return Deferred.succeed(entry.tick, undefined)
+            return ticked
           }))
         )
         // interruptible (started from a request's fiber, stopped when the entry is dropped)
@@ -413,7 +442,7 @@ export const makeViewData = (store: SessionStoreShape, options: ViewDataOptions 
         return yield* Effect.forEach(headers, (h, i) =>
           Effect.gen(function*() {
             const entry = noWait ? started[i] : yield* entryOf(h.id, { header: h, open: false, reread })
-            const index = noWait ? entry.index : yield* until(entry, () => false)
+            const index = yield* until(entry, noWait ? listable(entry) : () => false)
             const indexing = !index.complete
             return {
               id: h.id,
