@@ -15,6 +15,7 @@ import { encodeJson, type Json } from "../schema/Json.js"
 import type { ContentBlock, Message, MessageSource } from "../schema/Messages.js"
 import type { RequestConfig, RequestHeader, ToolSpec } from "../schema/RequestHeader.js"
 import { isRecord } from "../schema/Validation.js"
+import { pushUserRuns } from "./PromptRuns.js"
 import { asJson } from "./ResponseChunks.js"
 
 export {
@@ -232,36 +233,25 @@ export const requestToPrompt = (request: {
       continue
     }
     // user role: runs of tool-result blocks become tool messages, other runs user messages
-    let userRun: Array<Prompt.UserMessagePart> = []
-    let toolRun: Array<Prompt.ToolResultPart> = []
-    const flushUser = () => {
-      if (userRun.length > 0) out.push(Prompt.makeMessage("user", { content: userRun, options }))
-      userRun = []
-    }
-    const flushTool = () => {
-      if (toolRun.length > 0) out.push(Prompt.makeMessage("tool", { content: toolRun, options }))
-      toolRun = []
-    }
-    for (const b of m.content) {
-      if (b.type === "tool-result" && typeof b.toolCallId === "string") {
-        flushUser()
-        const content = Array.isArray(b.content) ? (b.content as ReadonlyArray<ContentBlock>) : []
-        toolRun.push(Prompt.makePart("tool-result", {
-          id: b.toolCallId,
-          name: callNames.get(b.toolCallId) ?? "unknown",
-          isFailure: b.isError === true,
-          result: toolResultValue(content),
-          providerExecuted: false
-        }))
-        continue
-      }
-      flushTool()
-      if (b.type === "text" && typeof b.text === "string") userRun.push(Prompt.makePart("text", { text: b.text }))
-      else if (b.type === "image") userRun.push(filePart(b))
-      else userRun.push(opaquePart(b))
-    }
-    flushUser()
-    flushTool()
+    pushUserRuns(
+      out,
+      m.content.map((b): Prompt.UserMessagePart | Prompt.ToolResultPart => {
+        if (b.type === "tool-result" && typeof b.toolCallId === "string") {
+          const content = Array.isArray(b.content) ? (b.content as ReadonlyArray<ContentBlock>) : []
+          return Prompt.makePart("tool-result", {
+            id: b.toolCallId,
+            name: callNames.get(b.toolCallId) ?? "unknown",
+            isFailure: b.isError === true,
+            result: toolResultValue(content),
+            providerExecuted: false
+          })
+        }
+        if (b.type === "text" && typeof b.text === "string") return Prompt.makePart("text", { text: b.text })
+        return b.type === "image" ? filePart(b) : opaquePart(b)
+      }),
+      options,
+      options
+    )
   }
   return Prompt.fromMessages(out)
 }

@@ -12,6 +12,7 @@ import * as Prompt from "@effect/ai/Prompt"
 import { encodeJson, type Json } from "../../schema/Json.js"
 import type { ContentBlock, Message } from "../../schema/Messages.js"
 import { isRecord } from "../../schema/Validation.js"
+import { pushUserRuns } from "../../services/PromptRuns.js"
 import { asJson } from "../../services/ResponseChunks.js"
 
 /**
@@ -261,30 +262,18 @@ const pushMessage = (out: Array<Prompt.Message>, names: Map<string, string>, m: 
     return
   }
   // a user-role message: runs of tool results become tool messages, other runs user messages
-  let userRun: Array<Prompt.UserMessagePart> = []
-  let toolRun: Array<Prompt.ToolResultPart> = []
-  const flushUser = () => {
-    if (userRun.length > 0) out.push(Prompt.makeMessage("user", { content: userRun, options }))
-    userRun = []
-  }
-  const flushTool = () => {
-    if (toolRun.length > 0) out.push(Prompt.makeMessage("tool", { content: toolRun }))
-    toolRun = []
-  }
-  for (const b of m.content) {
-    if (b.type === "tool-result") {
-      flushUser()
-      toolRun.push(toolResultPart(b, names))
-      continue
-    }
-    flushTool()
-    const part = partOfBlock(b, names)
-    userRun.push(
-      part.type === "text" || part.type === "file" ? part : Prompt.makePart("text", { text: encodeJson((asJson(b) ?? null) as Json) })
-    )
-  }
-  flushUser()
-  flushTool()
+  pushUserRuns(
+    out,
+    m.content.map((b): Prompt.UserMessagePart | Prompt.ToolResultPart => {
+      if (b.type === "tool-result") return toolResultPart(b, names)
+      const part = partOfBlock(b, names)
+      return part.type === "text" || part.type === "file"
+        ? part
+        : Prompt.makePart("text", { text: encodeJson((asJson(b) ?? null) as Json) })
+    }),
+    options,
+    undefined
+  )
   if (m.content.length === 0) out.push(Prompt.makeMessage("user", { content: [], options }))
 }
 
