@@ -59,6 +59,13 @@ describe("the viewer's index", () => {
         yield* seed(store, { header: header("s"), events })
         const data = yield* makeViewData(store, { tail })
         const pairs = expectedPairs(events)
+        // the first page without waiting for the index (it may still be building): exactly the
+        // events of its range among those indexed so far, as the whole log has them
+        const early = yield* data.timelinePage("s", 0, size, { wait: false })
+        assert.ok(early.total <= events.length)
+        const earlyCovered = early.rows.flatMap((r) => Array.from({ length: r.lastSeq - r.seq + 1 }, (_, k) => r.seq + k))
+        assert.deepStrictEqual(earlyCovered, Array.from({ length: Math.min(size, early.total) }, (_, k) => k))
+        for (const r of early.rows) assert.strictEqual(r.type, events[r.seq].type)
         const seen: Array<number> = []
         for (let offset = 0; offset < Math.max(1, events.length); offset += size) {
           const page = yield* data.timelinePage("s", offset, size)

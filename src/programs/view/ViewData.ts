@@ -131,9 +131,9 @@ export const LISTED_AFTER = 10_000
  * answers once the index is complete; `wait: false` answers with what is indexed so far (the
  * first page, the sessions list with the events indexed so far: the first open of a long
  * session; the list waits for an index until it is complete or has taken `LISTED_AFTER`
- * events, or is queued behind builds past that). `reread: false` keeps the list from reading again the sessions nobody follows (what
- * the app asks while it shows the progress of indexes): it lists the sessions of the last listing
- * and reports their indexes as they are.
+ * events, or is queued behind builds past that). `reread: false` keeps the list from reading
+ * again the sessions nobody follows (what the app asks while it shows the progress of indexes):
+ * it lists the sessions of the last listing and reports their indexes as they are.
  *
  * @since 0.2.0
  * @category models
