@@ -463,6 +463,11 @@ const openSession = async (id: string, seq?: number) => {
 const onCount = (session: string, count: number) => {
   const { page } = state
   if (state.session !== session || page === null || count === page.total) return
+  // the page was served while the index was built: its total was the events indexed so far
+  if (page.indexing === true) {
+    void state.source.page(session, page.offset, PAGE).then(renderPage)
+    return
+  }
   notice(`${count - page.total} new events`)
   const onLastPage = page.offset + PAGE >= page.total
   void (onLastPage ? loadPage(page.offset) : state.source.page(session, page.offset, PAGE).then(renderPage))
