@@ -52,7 +52,7 @@ const roundTrip = (encoder: SegmentEncoder, texts: ReadonlyArray<Uint8Array>, hi
   let history: Uint8Array = new Uint8Array(0)
   const decoded: Array<Uint8Array> = []
   for (const text of texts) {
-    const payload = encoder.encodeSync!(text)
+    const payload = encoder.encodeSync!(text, 0)
     if (!(payload instanceof Uint8Array)) throw new Error(`encode failed: ${String(payload.cause)}`)
     const back = inflateFrame(payload, history, text.length)
     if (!(back instanceof Uint8Array)) return { decoded, failed: back }
@@ -68,7 +68,7 @@ const noise = (length: number, seed: number): string => {
   return Array.from({ length }, () => ((x = (x * 48271) % 2147483647) % 36).toString(36)).join("")
 }
 
-const lines = (events: ReadonlyArray<Event>) => events.map((e) => encodeEvent(e))
+const lines = (events: ReadonlyArray<unknown>) => events.map((e) => encodeEvent(e as Event))
 
 describe("JsonlStore: the compressed layout's deflate stream per segment", () => {
   it("C.3 this Node's zlib offers the synchronous stream write the writer uses (else it falls back to a dictionary per frame)", () => {
@@ -120,8 +120,8 @@ describe("JsonlStore: the compressed layout's deflate stream per segment", () =>
   it("C.3 a frame whose compressed payload outgrows the encoder's first output buffer (64 KiB) decodes exactly", () => {
     const big = Buffer.from(noise(200_000, 3))
     const encoder = makeStreamingDeflateEncoder()!
-    const payload = encoder.encodeSync!(big)
-    const after = encoder.encodeSync!(Buffer.from("and a small frame after it\n"))
+    const payload = encoder.encodeSync!(big, 0)
+    const after = encoder.encodeSync!(Buffer.from("and a small frame after it\n"), 0)
     encoder.close()
     if (!(payload instanceof Uint8Array) || !(after instanceof Uint8Array)) throw new Error("encode failed")
     assert.isAbove(payload.length, 64 * 1024)
@@ -135,7 +135,7 @@ describe("JsonlStore: the compressed layout's deflate stream per segment", () =>
     const encoder = makeStreamingDeflateEncoder()!
     encoder.close()
     assert.isTrue(encoder.broken())
-    const result = encoder.encodeSync!(Buffer.from("x\n"))
+    const result = encoder.encodeSync!(Buffer.from("x\n"), 0)
     assert.isFalse(result instanceof Uint8Array)
     assert.strictEqual(!(result instanceof Uint8Array) && result.codec, "deflate")
   })
@@ -213,7 +213,7 @@ describe("JsonlStore: the compressed layout's deflate stream per segment", () =>
         }
         const reader = yield* f.another()
         assert.deepStrictEqual(lines((yield* reader.load("s")).events), lines(events))
-        const streamed: Array<Event> = []
+        const streamed: Array<unknown> = []
         yield* reader.loadEach("s", { onEvents: (e) => Effect.sync(() => void streamed.push(...e)) })
         assert.deepStrictEqual(lines(streamed), lines(events))
         const frames = framesOf(yield* f.fs.readFile(`${f.root}/s.jsonlz`))

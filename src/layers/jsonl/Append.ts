@@ -166,7 +166,8 @@ const appendCompressed = (p: Pieces, id: string, expectedSeq: number, count: num
       const step = batch.bytes >= STREAMED_WRITE_BYTES ? RETRY : appendStep(p, id, cached, expectedSeq, count, batch)
       if (step._tag === "Done") {
         if (encoded.segment !== undefined) {
-          p.segments.keep(id, { ...encoded.segment, ino: cached.ino, size: cached.size + batch.bytes })
+          const { encoder, textBytes } = encoded.segment
+          p.segments.keep(id, { encoder, textBytes, ino: cached.ino, size: cached.size + batch.bytes })
         }
         return Effect.void
       }
@@ -212,8 +213,11 @@ const appendStep = (
     if (cached.ino !== lock.ino || cached.size !== lock.size) return RETRY
     const conflict = seqConflict(id, expectedSeq, cached.nextSeq)
     if (conflict !== undefined) return conflict
-    const state = { file: cached.file, ino: lock.ino, size: lock.size + batch.bytes, nextSeq: expectedSeq + count }
-    const after = cached.compressed === true ? { ...state, compressed: true as const } : state
+    const size = lock.size + batch.bytes
+    const nextSeq = expectedSeq + count
+    const after: JsonlSessions.CachedState = cached.compressed === true
+      ? { file: cached.file, ino: lock.ino, size, nextSeq, compressed: true }
+      : { file: cached.file, ino: lock.ino, size, nextSeq }
     return settle(p, id, writeBatch(p.sync, lock.fd, cached.file, batch, lock.size), after) ?? DONE
   } finally {
     releaseLock(p.sync, lock)

@@ -37,13 +37,14 @@ export interface CodecFailure {
 /**
  * One segment's encoder. `encode` compresses one frame's text: the bytes returned are that
  * frame's payload, decodable after the segment's earlier frames; `encodeSync` does it without an
- * effect where the codec is synchronous (deflate). An encoder that failed, or whose `encode` was
- * interrupted, is `broken` and never used again (its state no longer matches the file).
+ * effect where the codec is synchronous (deflate), returning `headroom` bytes left free for the
+ * caller (the frame header) followed by the payload. An encoder that failed, or whose `encode`
+ * was interrupted, is `broken` and never used again (its state no longer matches the file).
  */
 export interface SegmentEncoder {
   readonly codec: SegmentCodec
   readonly encode: (text: Uint8Array) => Effect.Effect<Uint8Array, CodecFailure>
-  readonly encodeSync: ((text: Uint8Array) => Uint8Array | CodecFailure) | undefined
+  readonly encodeSync: ((text: Uint8Array, headroom: number) => Uint8Array | CodecFailure) | undefined
   readonly broken: () => boolean
   readonly close: () => void
 }
@@ -61,8 +62,16 @@ export const makeSegmentEncoder = (codec: SegmentCodec): SegmentEncoder =>
  */
 export const HISTORY_BYTES = 32_768
 
-/** The writer's DEFLATE level (measured on the issue-16 workload, bench/README.md). */
-const DEFLATE_LEVEL = 3
+/**
+ * The streaming writer's zlib parameters (measured on the issue-16 workload, bench/README.md):
+ * level 1 (zlib's fastest matching) over the whole 32 KiB window, and a small hash table
+ * (`memLevel` 5: 8 KiB instead of 64 KiB), which the store's appends, each meeting zlib's state
+ * cold in the CPU's caches after the previous `fsync`, pay for by the cache line.
+ */
+const STREAM_OPTIONS: Zlib.ZlibOptions = { level: 1, memLevel: 5 }
+
+/** The fallback writer's DEFLATE level (with `DICTIONARY_BYTES`; at level 1 its files exceed 0.12x of plain). */
+const DICTIONARY_LEVEL = 3
 
 /**
  * The fallback writer's dictionary (`makeDictionaryDeflateEncoder`): the last this-many bytes of
@@ -86,7 +95,7 @@ export const slideHistory = (history: Uint8Array, text: Uint8Array, keep: number
 /** The frame's payload: `text` as one raw DEFLATE stream whose preset dictionary is `dictionary`. */
 export const deflateFrame = (text: Uint8Array, dictionary: Uint8Array): Uint8Array | CodecFailure => {
   try {
-    return Zlib.deflateRawSync(text, dictionary.length === 0 ? { level: DEFLATE_LEVEL } : { level: DEFLATE_LEVEL, dictionary })
+    return Zlib.deflateRawSync(text, dictionary.length === 0 ? { level: DICTIONARY_LEVEL } : { level: DICTIONARY_LEVEL, dictionary })
   } catch (cause) {
     return { codec: "deflate", cause }
   }
@@ -127,7 +136,7 @@ const makeDeflateEncoder = (): SegmentEncoder => makeStreamingDeflateEncoder() ?
 export const makeDictionaryDeflateEncoder = (): SegmentEncoder => {
   let history = EMPTY
   let broken = false
-  const encodeSync = (text: Uint8Array): Uint8Array | CodecFailure => {
+  const encodeSync = (text: Uint8Array, headroom: number): Uint8Array | CodecFailure => {
     if (broken) return { codec: "deflate", cause: "the segment encoder is no longer usable" }
     const payload = deflateFrame(text, history)
     if (!(payload instanceof Uint8Array)) {
@@ -135,7 +144,10 @@ export const makeDictionaryDeflateEncoder = (): SegmentEncoder => {
       return payload
     }
     history = slideHistory(history, text, DICTIONARY_BYTES)
-    return payload
+    if (headroom === 0) return payload
+    const out = new Uint8Array(headroom + payload.length)
+    out.set(payload, headroom)
+    return out
   }
   return syncEncoder("deflate", encodeSync, () => broken, () => {
     broken = true
@@ -184,7 +196,7 @@ const OUTPUT_BYTES = 64 * 1024
 
 /**
  * The streaming deflate encoder: the segment's frames go through ONE raw DEFLATE stream (level
- * `DEFLATE_LEVEL`, a 32 KiB window), each ended by a sync flush and closed by `FINAL_BLOCK`, so
+ * `STREAM_OPTIONS`, a 32 KiB window), each ended by a sync flush and closed by `FINAL_BLOCK`, so
  * that each frame's payload is a complete raw DEFLATE stream whose back-references reach at most
  * 32 KiB into the segment's earlier text (C.3) — what a reader's history holds. Nothing is set up
  * per frame: zlib's state and hash chains carry over from frame to frame. `undefined` when this
@@ -193,7 +205,7 @@ const OUTPUT_BYTES = 64 * 1024
 export const makeStreamingDeflateEncoder = (): SegmentEncoder | undefined => {
   let stream: Zlib.DeflateRaw
   try {
-    stream = Zlib.createDeflateRaw({ level: DEFLATE_LEVEL })
+    stream = Zlib.createDeflateRaw(STREAM_OPTIONS)
   } catch {
     return undefined
   }
@@ -215,7 +227,7 @@ export const makeStreamingDeflateEncoder = (): SegmentEncoder | undefined => {
     broken = true
     return { codec: "deflate", cause }
   }
-  const encodeSync = (text: Uint8Array): Uint8Array | CodecFailure => {
+  const encodeSync = (text: Uint8Array, headroom: number): Uint8Array | CodecFailure => {
     if (broken) return { codec: "deflate", cause: failure ?? "the segment encoder is no longer usable" }
     let inputOffset = 0
     let inputLength = text.length
@@ -238,10 +250,10 @@ export const makeStreamingDeflateEncoder = (): SegmentEncoder | undefined => {
     } catch (cause) {
       return fail(cause)
     }
-    const payload = new Uint8Array(written + FINAL_BLOCK.length)
-    payload.set(output.subarray(0, written), 0)
-    payload.set(FINAL_BLOCK, written)
-    return payload
+    const out = new Uint8Array(headroom + written + FINAL_BLOCK.length)
+    out.set(output.subarray(0, written), headroom)
+    out.set(FINAL_BLOCK, headroom + written)
+    return out
   }
   return syncEncoder("deflate", encodeSync, () => broken, () => {
     broken = true
@@ -252,14 +264,14 @@ export const makeStreamingDeflateEncoder = (): SegmentEncoder | undefined => {
 /** A `SegmentEncoder` of a synchronous `encodeSync`. */
 const syncEncoder = (
   codec: SegmentCodec,
-  encodeSync: (text: Uint8Array) => Uint8Array | CodecFailure,
+  encodeSync: (text: Uint8Array, headroom: number) => Uint8Array | CodecFailure,
   broken: () => boolean,
   close: () => void
 ): SegmentEncoder => ({
   codec,
   encode: (text) =>
     Effect.suspend(() => {
-      const payload = encodeSync(text)
+      const payload = encodeSync(text, 0)
       return payload instanceof Uint8Array ? Effect.succeed(payload) : Effect.fail(payload)
     }),
   encodeSync,
@@ -364,7 +376,7 @@ export const decodeBrotliSegment = (payload: Uint8Array, textBytes: number): Uin
 export const LIVE_ENCODERS = 8
 
 /** The encoder a session's next frame may continue: valid while the file is what it wrote. */
-interface LiveSegment {
+export interface LiveSegment {
   readonly encoder: SegmentEncoder
   readonly ino: string
   readonly size: number
@@ -377,7 +389,7 @@ export interface SegmentEncoders {
    * The segment the next frame of `id` continues, when its encoder wrote the file as it is now
    * (`ino`, `size`) and is usable; it is taken out (a failed write must not leave it behind).
    */
-  readonly take: (id: string, ino: string, size: number) => { readonly encoder: SegmentEncoder; readonly textBytes: number } | undefined
+  readonly take: (id: string, ino: string, size: number) => LiveSegment | undefined
   /** After a durable write: the segment continues from the file's new size. */
   readonly keep: (id: string, segment: LiveSegment) => void
   readonly drop: (id: string) => void
@@ -402,7 +414,7 @@ export const makeSegmentEncoders: Effect.Effect<SegmentEncoders, never, Scope.Sc
         segment.encoder.close()
         return undefined
       }
-      return { encoder: segment.encoder, textBytes: segment.textBytes }
+      return segment
     },
     keep: (id, segment) => {
       drop(id)

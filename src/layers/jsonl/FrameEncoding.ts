@@ -80,13 +80,21 @@ export const frameCrc = (header: Uint8Array, payload: Uint8Array): number =>
 /** The header and payload of one frame, as written. */
 export const frameBytes = (flags: number, text: number, payload: Uint8Array): Uint8Array => {
   const out = new Uint8Array(FRAME_HEADER_BYTES + payload.length)
-  out.set(FRAME_MARK, 0)
-  const view = new DataView(out.buffer)
-  out[3] = flags
-  view.setUint32(4, payload.length, true)
-  view.setUint32(8, text, true)
   out.set(payload, FRAME_HEADER_BYTES)
-  view.setUint32(12, frameCrc(out.subarray(0, FRAME_HEADER_BYTES), payload), true)
+  return sealFrame(flags, text, out)
+}
+
+/**
+ * A frame from `out`, whose first `FRAME_HEADER_BYTES` are room for the header and the rest the
+ * payload: the header written there (the payload is not copied).
+ */
+export const sealFrame = (flags: number, text: number, out: Uint8Array): Uint8Array => {
+  out.set(FRAME_MARK, 0)
+  const view = new DataView(out.buffer, out.byteOffset, FRAME_HEADER_BYTES)
+  out[3] = flags
+  view.setUint32(4, out.length - FRAME_HEADER_BYTES, true)
+  view.setUint32(8, text, true)
+  view.setUint32(12, frameCrc(out.subarray(0, FRAME_HEADER_BYTES), out.subarray(FRAME_HEADER_BYTES)), true)
   return out
 }
 
@@ -100,7 +108,9 @@ export interface FrameText {
 }
 
 /** A stored line of a `turn/end` event (serialised with `type` first, §1.1 key order). */
-const isTurnEndLine = (line: string): boolean => line.startsWith("{\"type\":\"turn/end\"")
+const isTurnEndLine = (line: string): boolean =>
+  // the "u" of `{"type":"tu`: only turn records have it, most lines stop here
+  line.charCodeAt(10) === 0x75 && line.startsWith("{\"type\":\"turn/end\"")
 
 /**
  * The frames storing `lines` (each without its newline): consecutive lines up to
@@ -189,12 +199,12 @@ export const encodeFramesSync = (
       open = { encoder: makeSegmentEncoder("deflate"), textBytes: 0 }
     }
     const encoder = open!.encoder
-    const payload = encoder.encodeSync!(frame.text)
-    if (!(payload instanceof Uint8Array)) {
+    const room = encoder.encodeSync!(frame.text, FRAME_HEADER_BYTES)
+    if (!(room instanceof Uint8Array)) {
       encoder.close()
-      return payload
+      return room
     }
-    const bytes = frameBytes(flagsOf(frame, starts, "deflate"), frame.text.length, payload)
+    const bytes = sealFrame(flagsOf(frame, starts, "deflate"), frame.text.length, room)
     out.push(bytes)
     total += bytes.length
     open = { encoder, textBytes: open!.textBytes + frame.text.length }
