@@ -9,48 +9,14 @@
  */
 /// <reference lib="dom" />
 import type { Event } from "../../../schema/Events.js"
-import type { Message } from "../../../schema/Messages.js"
 import type { SessionSummary, TimelinePage } from "../ViewData.js"
-import { contentText, type TimelineRow, type TimeTravel } from "../Views.js"
+import type { TimeTravel } from "../Views.js"
+import { byId, clipped, h, headerChanges, messageList, statusOf, time } from "./Dom.js"
+import { rowElement, type RowActions } from "./Rows.js"
 import { ApiRefused, httpSource, inlineSource, type Source } from "./Source.js"
 
 const PAGE = 200
-/** The longest text shown in one row (the rest is counted, never dropped silently). */
-const ROW_CHARS = 2_000
 const POLL_MS = 2_000
-
-// --- DOM helpers: text only -----------------------------------------------------------------
-
-// eslint-disable-next-line no-control-regex
-const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g
-
-/** Text with control and bidi-control characters made visible (⟨U+202E⟩): inert and honest. */
-const visible = (s: string): string =>
-  s.replace(UNSAFE, (c) => `⟨U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}⟩`)
-
-const clipped = (s: string, max = ROW_CHARS): string =>
-  s.length <= max ? visible(s) : `${visible(s.slice(0, max))} … (${s.length - max} more characters)`
-
-type Child = Node | string | null | undefined | false
-
-/** An element with attributes (never `innerHTML`) and children as text nodes or elements. */
-const h = <K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  attrs: Record<string, string> = {},
-  ...children: ReadonlyArray<Child>
-): HTMLElementTagNameMap[K] => {
-  const el = document.createElement(tag)
-  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v)
-  for (const c of children) {
-    if (c === null || c === undefined || c === false) continue
-    el.append(typeof c === "string" ? document.createTextNode(c) : c)
-  }
-  return el
-}
-
-const byId = <T extends HTMLElement>(id: string): T => document.getElementById(id) as T
-
-const time = (ms: number): string => new Date(ms).toISOString().replace("T", " ").slice(0, 19)
 
 // --- state ----------------------------------------------------------------------------------
 
@@ -116,15 +82,6 @@ const notice = (text: string) => void (byId("notice").textContent = text)
 
 // --- sessions -------------------------------------------------------------------------------
 
-const statusOf = (s: SessionSummary): { text: string; cls: string } =>
-  s.indexing === true
-    ? { text: `indexing… ${s.events.toLocaleString("en")} events so far`, cls: "pending" }
-    : s.problem !== null
-    ? { text: `✗ ${s.problem.rule ?? s.problem.tag}${s.problem.seq === null ? "" : ` at seq ${s.problem.seq}`}`, cls: "bad" }
-    : s.tornTail !== null
-    ? { text: `torn tail at seq ${s.tornTail.fromSeq}`, cls: "warn" }
-    : { text: "✓ verified", cls: "ok" }
-
 const sessionItem = (s: SessionSummary, children: ReadonlyArray<HTMLElement>): HTMLElement => {
   const status = statusOf(s)
   const open = h(
@@ -174,51 +131,11 @@ const renderSessions = () => {
 
 // --- timeline -------------------------------------------------------------------------------
 
-const rowText = (r: TimelineRow): string => r.text
-
-const rowElement = (r: TimelineRow): HTMLElement => {
-  const classes = ["row", r.dim ? "dim" : "", r.closer ? "closer" : "", r.surface.startsWith("replace") ? "replacing" : ""]
-  const li = h(
-    "li",
-    {
-      class: classes.filter((c) => c !== "").join(" "),
-      tabindex: "0",
-      "data-seq": String(r.seq),
-      "data-last": String(r.lastSeq),
-      "aria-selected": "false"
-    },
-    h("span", { class: "seq" }, r.seq === r.lastSeq ? String(r.seq) : `${r.seq}–${r.lastSeq}`),
-    h("span", { class: "type" }, r.type === "assistant/chunk" ? `assistant/chunk ×${r.lastSeq - r.seq + 1}` : r.type),
-    r.surface === "" ? null : h("span", { class: "surface" }, r.surface),
-    r.closer ? h("span", { class: "badge closer" }, "repair closer") : null,
-    r.usage === null ? null : h("span", { class: "usage" }, `${r.usage.inputTokens ?? "?"} in / ${r.usage.outputTokens ?? "?"} out tokens`),
-    r.pairedSeq === null ? null : pairLink(r),
-    h("span", { class: "text" }, clipped(rowText(r)))
-  )
-  li.addEventListener("click", () => void select(r.seq))
-  li.addEventListener("keydown", (e) => {
-    if (e.key === "Enter" || e.key === " ") {
-      e.preventDefault()
-      void select(r.seq)
-    } else if (e.key === "ArrowDown" || e.key === "j") {
-      e.preventDefault()
-      moveFocus(li, 1)
-    } else if (e.key === "ArrowUp" || e.key === "k") {
-      e.preventDefault()
-      moveFocus(li, -1)
-    }
-  })
-  return li
-}
-
-const pairLink = (r: TimelineRow): HTMLElement => {
-  const label = r.type === "tool/call" ? `result at seq ${r.pairedSeq}` : `call at seq ${r.pairedSeq}`
-  const b = h("button", { type: "button", class: "link pair" }, label)
-  b.addEventListener("click", (e) => {
-    e.stopPropagation()
-    void goTo(r.pairedSeq!)
-  })
-  return b
+/** What a timeline row does when used (Rows.ts). */
+const rowActions: RowActions = {
+  select: (seq) => select(seq),
+  goTo: (seq) => goTo(seq),
+  move: (from, by) => moveFocus(from, by)
 }
 
 const moveFocus = (from: HTMLElement, by: 1 | -1) => {
@@ -270,7 +187,7 @@ const renderPage = (page: TimelinePage) => {
   state.page = page
   showProblem(page)
   const rows = byId<HTMLOListElement>("rows")
-  rows.replaceChildren(...page.rows.map(rowElement))
+  rows.replaceChildren(...page.rows.map((r) => rowElement(r, rowActions)))
   const last = page.rows.length === 0 ? page.offset : page.rows[page.rows.length - 1].lastSeq
   byId("range").textContent = page.total === 0
     ? (page.indexing === true ? "indexing…" : "no events")
@@ -316,28 +233,6 @@ const goTo = async (seq: number) => {
 }
 
 // --- time travel and provenance -------------------------------------------------------------
-
-const messageList = (messages: ReadonlyArray<Message>, testId: string): HTMLElement =>
-  h(
-    "ol",
-    { class: "messages", "data-testid": testId },
-    ...messages.map((m) =>
-      h(
-        "li",
-        { class: `message ${m.role}`, "data-role": m.role, "data-id": String(m.id) },
-        h("span", { class: "role" }, m.role),
-        h("span", { class: "text" }, clipped(contentText(m.content)))
-      )
-    )
-  )
-
-/** The header's top-level keys whose values differ from the previous header's. */
-const headerChanges = (at: TimeTravel): ReadonlyArray<string> => {
-  const now = (at.request.header ?? {}) as Record<string, unknown>
-  const before = (at.previousHeader ?? {}) as Record<string, unknown>
-  const keys = [...new Set([...Object.keys(now), ...Object.keys(before)])]
-  return keys.filter((k) => JSON.stringify(now[k]) !== JSON.stringify(before[k]))
-}
 
 const seqButton = (seq: number, label = `seq ${seq}`): HTMLElement => {
   const b = h("button", { type: "button", class: "link", "data-goto": String(seq) }, label)
