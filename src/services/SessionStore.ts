@@ -22,12 +22,14 @@ import type { FollowOptions } from "./StoreFollow.js"
 import {
   checkFromSeq,
   type EventSink,
+  type LoadEachOptions,
   type LoadError,
   type LoadResult,
   type LoadSummary,
   loadEachFromLoad,
   type ReadError,
   readPipeline,
+  sinkFrom,
   type TornTail
 } from "./StoreRead.js"
 import { type CreateError, createOver, loadOver, type Registry, summaryOrUnwritten } from "./StoreRegistry.js"
@@ -94,6 +96,20 @@ export {
    * @category models
    */
   type LoadSummary,
+  /**
+   * Options of a streamed cold read (`loadEach`): `fromSeq`.
+   *
+   * @since 0.2.0
+   * @category models
+   */
+  type LoadEachOptions,
+  /**
+   * A sink that passes on only the events from position `fromSeq` of a streamed read from the start.
+   *
+   * @since 0.2.0
+   * @category utils
+   */
+  sinkFrom,
   /**
    * Errors of a cold read.
    *
@@ -250,9 +266,22 @@ export interface SessionStoreShape {
    * A streamed cold read (never mutates, L8): what `load` reads, but the framing-valid events are
    * handed to `sink` in chunks as they are read and not kept, so memory stays bounded by a chunk
    * (SPEC §12: `verify`, `show`, `export` of any length). Events handed over before a failure
-   * are not committed ones: the failure is the outcome.
+   * are not committed ones: the failure is the outcome. The sink ends the read early by failing
+   * (with an error of its own, which is then the outcome).
+   *
+   * With `options.fromSeq` (L10: a non-negative integer, else `SeqNotContiguous`), only the events
+   * with `seq >= fromSeq` are handed over, exactly those a read from the start would hand over
+   * there (docs/guide.md "Reading from a seq"); the summary still describes the whole log (its
+   * `count` is the log's committed events). As `readFrom`, a backend seeks only where this store
+   * instance found the prefix good by a whole read (SQL: the rows from the one holding `fromSeq`;
+   * plain and packed JSONL: from a byte checkpoint at or before it, recorded by an earlier whole
+   * read of the unchanged file); otherwise the log is read, and checked, from its start.
    */
-  readonly loadEach: <E, R>(id: string, sink: EventSink<E, R>) => Effect.Effect<LoadSummary, LoadError | E, R>
+  readonly loadEach: <E, R, O extends LoadEachOptions | undefined = undefined>(
+    id: string,
+    sink: EventSink<E, R>,
+    options?: O
+  ) => Effect.Effect<LoadSummary, LoadError | (O extends undefined ? never : SeqNotContiguous) | E, R>
   /** Events with `seq >= fromSeq` through the read pipeline, without repair (L10 for a bad fromSeq). */
   readonly readFrom: (id: string, fromSeq: number) => Effect.Effect<ReadonlyArray<unknown>, ReadError | SeqNotContiguous>
   /**
@@ -368,6 +397,17 @@ export interface SessionStoreImpl {
   /** A streamed `load`; by default `load` handed over in chunks. */
   readonly loadEach?: <E, R>(id: string, sink: EventSink<E, R>) => Effect.Effect<LoadSummary | undefined, LoadError | E, R>
   /**
+   * A streamed read from `fromSeq > 0` that seeks, for a backend that can where its prefix is known
+   * good (as `readFrom`): the summary, or `"whole"` when only a read from the start can tell (the
+   * sink was handed nothing), or `undefined` when the session is not stored. By default (and on
+   * `"whole"`) `loadEach` from the start, passing on the events from `fromSeq`.
+   */
+  readonly loadEachFrom?: <E, R>(
+    id: string,
+    sink: EventSink<E, R>,
+    fromSeq: number
+  ) => Effect.Effect<LoadSummary | "whole" | undefined, LoadError | E, R>
+  /**
    * The events from `fromSeq` of a loaded log; by default the whole log through the read
    * pipeline, then its suffix.
    */
@@ -436,10 +476,26 @@ export const make = (impl: SessionStoreImpl): SessionStoreShape => {
 
     load: (id) => load(id).pipe(span("load", id)),
 
-    loadEach: <E, R>(id: string, sink: EventSink<E, R>): Effect.Effect<LoadSummary, LoadError | E, R> =>
-      (impl.loadEach === undefined
-        ? loadEachFromLoad(load)(id, sink)
-        : Effect.flatMap(impl.loadEach(id, sink), summaryOrUnwritten(registry, id, sink))).pipe(span("loadEach", id)),
+    loadEach: (<E, R>(
+      id: string,
+      sink: EventSink<E, R>,
+      options?: LoadEachOptions
+    ): Effect.Effect<LoadSummary, LoadError | SeqNotContiguous | E, R> => {
+      const fromSeq = options?.fromSeq ?? 0
+      const bad = checkFromSeq(fromSeq)
+      if (bad !== undefined) return Effect.fail(bad)
+      const whole = impl.loadEach === undefined
+        ? loadEachFromLoad(load)(id, sink, fromSeq)
+        : Effect.flatMap(impl.loadEach(id, sinkFrom(sink, fromSeq)), summaryOrUnwritten(registry, id, sink))
+      const read = fromSeq === 0 || impl.loadEachFrom === undefined
+        ? whole
+        : Effect.flatMap(
+          impl.loadEachFrom(id, sink, fromSeq),
+          (sought): Effect.Effect<LoadSummary, LoadError | E, R> =>
+            sought === "whole" ? whole : summaryOrUnwritten(registry, id, sink)(sought)
+        )
+      return read.pipe(span("loadEach", id))
+    }) as SessionStoreShape["loadEach"],
 
     readFrom: (id, fromSeq) =>
       Effect.gen(function*() {

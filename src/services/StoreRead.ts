@@ -160,7 +160,22 @@ export const readPipeline = (
 export const LOAD_EACH_CHUNK = 1_024
 
 /**
- * `loadEach` on top of `load` (a backend that holds its log in memory anyway).
+ * Options of a streamed cold read (`loadEach`).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface LoadEachOptions {
+  /**
+   * Hand over only the events with `seq >= fromSeq` (L10: a non-negative integer; default 0).
+   * The summary still describes the whole log (its `count` is the log's committed events).
+   */
+  readonly fromSeq?: number
+}
+
+/**
+ * `loadEach` on top of `load` (a backend that holds its log in memory anyway): from `fromSeq`, a
+ * slice of the loaded events.
  *
  * @since 0.1.0
  * @category utils
@@ -168,13 +183,34 @@ export const LOAD_EACH_CHUNK = 1_024
 export const loadEachFromLoad = (
   load: (id: string) => Effect.Effect<LoadResult, LoadError>
 ) =>
-<E, R>(id: string, sink: EventSink<E, R>): Effect.Effect<LoadSummary, LoadError | E, R> =>
+<E, R>(id: string, sink: EventSink<E, R>, fromSeq = 0): Effect.Effect<LoadSummary, LoadError | E, R> =>
   Effect.gen(function*() {
     const { events, ...rest } = yield* load(id)
     if (sink.onHeader !== undefined) yield* sink.onHeader(rest.header, rest.storedVersion)
-    for (let i = 0; i < events.length; i += LOAD_EACH_CHUNK) yield* sink.onEvents(events.slice(i, i + LOAD_EACH_CHUNK))
+    for (let i = fromSeq; i < events.length; i += LOAD_EACH_CHUNK) yield* sink.onEvents(events.slice(i, i + LOAD_EACH_CHUNK))
     return { ...rest, count: events.length }
   })
+
+/**
+ * A sink that passes on only the events from position `fromSeq` of a streamed read from the
+ * start (a read that could not seek: every event is still read and checked).
+ *
+ * @since 0.2.0
+ * @category utils
+ */
+export const sinkFrom = <E, R>(sink: EventSink<E, R>, fromSeq: number): EventSink<E, R> => {
+  if (fromSeq === 0) return sink
+  let at = 0
+  return {
+    ...(sink.onHeader === undefined ? {} : { onHeader: sink.onHeader }),
+    onEvents: (events) => {
+      const start = at
+      at += events.length
+      if (at <= fromSeq) return Effect.void
+      return sink.onEvents(start >= fromSeq ? events : events.slice(fromSeq - start))
+    }
+  }
+}
 
 /**
  * L10: `readFrom` needs a non-negative integer `fromSeq`.
@@ -187,7 +223,7 @@ export const checkFromSeq = (fromSeq: number): SeqNotContiguous | undefined =>
     rule: "L10",
     expected: 0,
     actual: fromSeq,
-    detail: "readFrom needs a non-negative integer fromSeq"
+    detail: "a read from a seq needs a non-negative integer fromSeq"
   })
 
 /**

@@ -817,6 +817,94 @@ export const storeContract = (
       { fastCheck: { numRuns: runs(6, 2) } }
     )
 
+    it.scoped.prop(
+      "§7.1 loadEach from k stopped at t hands over load's events [k, t): random logs with packed rows, random from/to, before and after a whole read, after replaceLog",
+      {
+        log: validLogArb,
+        deltas: fc.nat(7),
+        sizes: fc.array(fc.integer({ min: 1, max: 12 }), { maxLength: 4 }),
+        cuts: fc.array(fc.tuple(fc.nat(40), fc.option(fc.nat(20))), { minLength: 1, maxLength: 6 }),
+        replaced: fc.nat(6)
+      },
+      ({ cuts, deltas, log, replaced, sizes }) =>
+        Effect.gen(function*() {
+          const store = yield* SessionStore
+          const id = uniqueIds("load-each-from")
+          yield* store.create(headerFor(id))
+          // from k, stopped by the sink once it holds the events before t (t absent: to the end)
+          const readCut = (k: number, width: number | undefined) =>
+            Effect.gen(function*() {
+              const got: Array<unknown> = []
+              const wanted = width === undefined ? Infinity : width
+              const read = yield* Effect.either(store.loadEach(id, {
+                onEvents: (events) =>
+                  Effect.suspend(() => {
+                    for (const e of events) {
+                      if (got.length >= wanted) return Effect.fail("stop" as const)
+                      got.push(e)
+                    }
+                    return got.length >= wanted ? Effect.fail("stop" as const) : Effect.void
+                  })
+              }, { fromSeq: k }))
+              if (read._tag === "Left") assert.strictEqual(read.left, "stop")
+              return { lines: linesOf(got), count: read._tag === "Right" ? read.right.count : undefined }
+            })
+          const agree = (expected: ReadonlyArray<Event>) =>
+            Effect.gen(function*() {
+              const lines = expected.map(encodeEvent)
+              // before this state's whole read (may read from the start), then after it (may seek)
+              const before: Array<{ readonly lines: Array<string>; readonly count: number | undefined }> = []
+              for (const [k, w] of cuts) before.push(yield* readCut(k, w ?? undefined))
+              const loaded = linesOf((yield* store.load(id)).events)
+              assert.deepStrictEqual(loaded, lines)
+              const after: typeof before = []
+              for (const [k, w] of cuts) after.push(yield* readCut(k, w ?? undefined))
+              cuts.forEach(([k, w], i) => {
+                const width = w ?? undefined
+                const slice = loaded.slice(k, width === undefined ? undefined : k + width)
+                for (const r of [before[i], after[i]]) {
+                  assert.deepStrictEqual(r.lines, slice, `loadEach from ${k} width ${width}`)
+                  if (r.count !== undefined) assert.strictEqual(r.count, loaded.length)
+                }
+              })
+            })
+          const all = withDeltas(log, deltas)
+          let next = 0
+          for (const batch of partition(all, sizes)) {
+            yield* store.append(id, batch, { expectedSeq: next })
+            next += batch.length
+            yield* agree(all.slice(0, next))
+          }
+          if (next === 0) return
+          const replacement = withDeltas(pluginEvents(0, replaced, "replaced"), deltas)
+          const current = yield* store.load(id)
+          yield* store.replaceLog(id, current.header, replacement, { revision: current.revision, backup: "test" })
+          yield* agree(replacement)
+        }).pipe(fresh),
+      // 2 runs in npm test on each backend, 6 in test:slow
+      { fastCheck: { numRuns: runs(6, 2) } }
+    )
+
+    it.scoped("L10 loadEach: a negative or fractional fromSeq is SeqNotContiguous; at or past the end hands over nothing", () =>
+      Effect.gen(function*() {
+        const store = yield* SessionStore
+        const id = uniqueIds("l10-each")
+        yield* seeded(id, 4)
+        const sink = { onEvents: () => Effect.void }
+        for (const fromSeq of [-1, 0.5, Number.NaN]) {
+          const e = yield* Effect.flip(store.loadEach(id, sink, { fromSeq }))
+          assert.strictEqual(e._tag, "SeqNotContiguous")
+          assert.strictEqual((e as { rule?: string }).rule, "L10")
+        }
+        yield* store.load(id)
+        for (const fromSeq of [4, 1_000]) {
+          const got: Array<unknown> = []
+          const summary = yield* store.loadEach(id, { onEvents: (e) => Effect.sync(() => void got.push(...e)) }, { fromSeq })
+          assert.deepStrictEqual(got, [])
+          assert.strictEqual(summary.count, 4)
+        }
+      }).pipe(fresh))
+
     it.scoped("§7.1 a streamed read stops at the first failure of its sink, and changes nothing", () =>
       Effect.gen(function*() {
         const store = yield* SessionStore

@@ -105,4 +105,33 @@ describe("SQL readFrom seeks", () => {
       yield* withRaw(file, (db) => db.prepare("UPDATE sessions SET next_seq = 30 WHERE id = 's'").run())
       assert.strictEqual((yield* Effect.flip(store.readFrom("s", 25))).rule, "L2")
     }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("loadEach from a seq seeks likewise after a good whole read: a row damaged below the seek point is not read, a later whole read sees it and the next read from a seq is whole again", () =>
+    Effect.gen(function*() {
+      const file = yield* tempFile
+      const store = yield* makeSqliteStore({ filename: file })
+      yield* store.create(header)
+      yield* store.append("s", events, { expectedSeq: 0 })
+      const from = (k: number) =>
+        Effect.gen(function*() {
+          const got: Array<unknown> = []
+          const summary = yield* store.loadEach("s", { onEvents: (e) => Effect.sync(() => void got.push(...e)) }, { fromSeq: k })
+          return { lines: lines(got), summary }
+        })
+      // the first read of this instance is whole
+      assert.deepStrictEqual((yield* from(0)).lines, lines(events))
+      yield* withRaw(file, (db) => db.prepare("UPDATE event_rows SET data = '{' WHERE session_id = 's' AND seq = 2").run())
+      for (const k of [7, 16]) {
+        const read = yield* from(k)
+        assert.deepStrictEqual(read.lines, lines(events.slice(k)), `from ${k}: sought past the damage`)
+        assert.strictEqual(read.summary.tornTail, undefined)
+        assert.strictEqual(read.summary.count, events.length)
+      }
+      // a whole read sees the torn tail; then a read from 16 reads from the start: nothing committed there
+      assert.deepStrictEqual((yield* store.load("s")).tornTail, { fromSeq: 2, reason: "unparsable", position: 2 })
+      const whole = yield* from(16)
+      assert.deepStrictEqual(whole.lines, [])
+      assert.deepStrictEqual(whole.summary.tornTail, { fromSeq: 2, reason: "unparsable", position: 2 })
+      assert.strictEqual(whole.summary.count, 2)
+    }).pipe(Effect.provide(NodeContext.layer)))
 })

@@ -195,6 +195,89 @@ const seek = (store: Store, conn: Connection, id: string, fromSeq: number, nextS
     return verdict.events.slice(fromSeq - first[0])
   })
 
+/**
+ * A streamed read from `fromSeq` (`SessionStore.loadEach` with `fromSeq`, SPEC §7.5 "`readFrom`
+ * seeks with `seq >= ?`"), in one read transaction: where this store instance found the session
+ * good by a whole read (`Store.readClean`, version 1), its `sessions` row and then the rows from
+ * the one holding `min(fromSeq, next_seq - 1)` page by page (`seq >= ?`), classified as `load`
+ * classifies them, the events from `fromSeq` handed to `sink` as each page is read. `"whole"` when
+ * only a read from the start can tell (nothing was handed over), `undefined` when not stored. A
+ * defect or torn tail found after the seek point is the outcome, as it is a whole read's, and
+ * takes the session out of `readClean` (the next read is whole).
+ */
+export const loadEachFrom = <E, R>(store: Store, id: string, sink: EventSink<E, R>, fromSeq: number) => {
+  let damaged = false
+  return inTransaction(store, false, (conn) =>
+    Effect.gen(function*() {
+      if (!store.readClean.has(id)) return "whole" as const
+      const found = yield* store.findSession(id)
+      if (Option.isNone(found)) return undefined
+      const row = found.value
+      if (row.id !== id || row.version !== SESSION_FORMAT_VERSION || row.next_seq === 0) return "whole" as const
+      const header = yield* storedHeader(store, row)
+      const start = Math.min(fromSeq, row.next_seq - 1)
+      const [first] = yield* conn.executeValues(store.statements.rowAt, [id, start])
+      if (!isEventRow(first) || first[0] < 0 || !Number.isSafeInteger(first[0]) || rowEnd(first) <= start) return "whole" as const
+      if (sink.onHeader !== undefined) yield* sink.onHeader(header, row.version)
+      const scan = new RowScan(first[0], store.location)
+      const pageRows = store.dialect.pageRows
+      // the events of the first row before fromSeq (a packed row may start before it)
+      let skip = fromSeq - first[0]
+      let from: number = first[0]
+      const hand = (events: Array<Event>) => {
+        const n = Math.min(skip, events.length)
+        skip -= n
+        return n === events.length ? Effect.void : sink.onEvents(n === 0 ? events : events.slice(n))
+      }
+      for (;;) {
+        const page = yield* store.runValues(conn, "events-page", store.statements.eventsPage, [id, from, pageRows])
+        const bad = scan.feed(page)
+        if (bad !== undefined) {
+          damaged = true
+          return yield* bad
+        }
+        yield* hand(scan.drain())
+        if (page.length < pageRows) break
+        from = scan.end
+        if (!Number.isSafeInteger(from)) {
+          // a stored seq beyond 2^53 reads back rounded: take the rest by position, as a whole read does
+          const { sql } = store
+          const below = sql`SELECT count(*) FROM ${sql.literal(EVENT_TABLE[store.layout])} WHERE session_id = ${""} AND seq < ${0}`
+            .compile()[0]
+          const [counted] = yield* conn.executeValues(below, [id, first[0]])
+          const before = Number((counted as ReadonlyArray<unknown> | undefined)?.[0] ?? 0)
+          const rest = yield* conn.executeValues(store.statements.eventsByPosition, [id, Number.MAX_SAFE_INTEGER, before + scan.rows])
+          const worse = scan.feed(rest)
+          if (worse !== undefined) {
+            damaged = true
+            return yield* worse
+          }
+          yield* hand(scan.drain())
+          break
+        }
+      }
+      const verdict = scan.result(row.next_seq)
+      if (verdict instanceof StoreCorrupt) {
+        damaged = true
+        return yield* verdict
+      }
+      if (verdict.tornTail !== undefined) damaged = true
+      const summary: LoadSummary = {
+        header,
+        storedVersion: row.version,
+        tornTail: verdict.tornTail,
+        revision: String(row.revision),
+        count: first[0] + verdict.count
+      }
+      return summary
+    })).pipe(
+      failures(store, "loadEach"),
+      Effect.ensuring(Effect.sync(() => {
+        if (damaged) store.readClean.delete(id)
+      }))
+    )
+}
+
 /** Headers of the stored sessions; a row whose header cannot be read is skipped with a warning. */
 export const list = (store: Store) =>
   Effect.gen(function*() {

@@ -27,6 +27,7 @@ import {
 import { prepareDatabase, type SqlDialect, storeFailure } from "./Dialect.js"
 import { makeStore } from "./StoreContext.js"
 import * as Operations from "./Operations.js"
+import { loadEachFrom } from "./Read.js"
 import { reserveForScope, reservePerOperation, reserveReusing } from "./Transaction.js"
 
 /**
@@ -111,6 +112,8 @@ export const make = (
       appendBatch: (id, batch, expectedSeq) => Operations.append(store, id, batch, expectedSeq),
       load: (id) => Operations.load(store, id),
       loadEach: (id, sink) => Operations.loadEach(store, id, sink),
+      // a seek where the rows below fromSeq are known good, as readFrom's
+      loadEachFrom: (id, sink, fromSeq) => loadEachFrom(store, id, sink, fromSeq),
       // The suffix of the whole read (§7.1): the rows below fromSeq are classified too (a defect
       // there means a torn tail or L2, never a suffix read past it). The path of a session this
       // instance has not read (only registered, or the race of a first append).
