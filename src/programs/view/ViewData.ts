@@ -25,6 +25,7 @@ import {
   readNamed,
   readRange,
   readSeqs,
+  readSpan,
   SessionIndex,
   type TornTailNote
 } from "./ViewIndex.js"
@@ -385,7 +386,13 @@ export const makeViewData = (store: SessionStoreShape, options: ViewDataOptions 
     const eventsOf = (index: SessionIndex, from: number, to: number) =>
       Effect.suspend(() => {
         const held = index.fromTail(from, to)
-        return held !== undefined ? Effect.succeed(held) : readRange(store, index.id, from, to)
+        if (held !== undefined) return Effect.succeed(held)
+        // indexed events: only their records, from `from`; else (or when that cannot answer) read up to `to`
+        if (to > index.count) return readRange(store, index.id, from, to)
+        return Effect.flatMap(
+          readSpan(store, index.id, from, to),
+          (read): Effect.Effect<ReadonlyArray<Event>> => read !== undefined ? Effect.succeed(read) : readRange(store, index.id, from, to)
+        )
       })
 
     /**
@@ -485,7 +492,7 @@ export const makeViewData = (store: SessionStoreShape, options: ViewDataOptions 
         const fromIndex = yield* timeTravelOfIndex(index, seq)
         if (fromIndex !== undefined) return { at: fromIndex, problem: index.problem }
         // what the index cannot answer (a version-0 log, a log changed under it): the prefix's fold
-        const prefix = yield* eventsOf(index, 0, seq + 1)
+        const prefix = index.fromTail(0, seq + 1) ?? (yield* readRange(store, index.id, 0, seq + 1))
         return { at: timeTravel(prefix, seq) ?? null, problem: index.problem }
       }).pipe(Effect.withSpan("ViewData.timeTravelAt", { attributes: { sessionId: id, seq } }))
 
@@ -505,7 +512,8 @@ export const makeViewData = (store: SessionStoreShape, options: ViewDataOptions 
           ...provenance.shadowedBy.map((r) => r.seq),
           ...provenance.sources
         ])
-        const events: Map<number, Event> = yield* readSeqs(store, id, named)
+        // the named seqs are indexed: only their records, from the smallest (else a read up to the largest)
+        const events: Map<number, Event> = (yield* readNamed(store, id, named)) ?? (yield* readSeqs(store, id, named))
         return { provenance, related: paired(index, relatedRows(provenance, (s) => events.get(s))), problem: index.problem }
       }).pipe(Effect.withSpan("ViewData.provenanceAt", { attributes: { sessionId: id, seq } }))
 

@@ -3,8 +3,9 @@
  * one validated streamed read, then extended from the store's `follow` as the log grows. It keeps
  * numbers, not events: the count, the list's summary, the pairing of tool calls with their results,
  * the replacement history (provenance both ways) and the surface; plus the last `TAIL` events (the
- * live page). Pages, time travel and provenance read the log only up to the end of their range
- * (`readRange`).
+ * live page). Pages, time travel and provenance read only the stored records of their range or
+ * the seqs they name (`readSpan`, `readNamed`: a streamed read from a seq, which seeks where the
+ * store can), or else the log up to the end of their range (`readRange`).
  *
  * @since 0.2.0
  */
@@ -475,7 +476,8 @@ class Unanswered {
 
 /**
  * The events of `id` at `seqs`, all of them below the index's count (so validated once by the
- * read that built it): a streamed read of the stored records up to the largest seq that checks
+ * read that built it): a streamed read of the stored records from the smallest seq
+ * (`SessionStore.loadEach` from a seq: a seek where the store can) up to the largest, that checks
  * and keeps only those (each as a cold read checks a record: K7 and the seed record checks) and
  * folds nothing. `undefined` when it cannot answer so (a version-0 log, a record that fails its
  * checks, a read error): the caller then reads as `readRange` does.
@@ -483,20 +485,54 @@ class Unanswered {
  * @since 0.2.0
  * @category utils
  */
-export const readNamed = (store: SessionStoreShape, id: string, seqs: ReadonlySet<number>) =>
+export const readNamed = (store: SessionStoreShape, id: string, seqs: ReadonlySet<number>) => {
+  let first = Infinity
+  let last = -1
+  for (const s of seqs) {
+    if (s < first) first = s
+    if (s > last) last = s
+  }
+  return readStored(store, id, first, last, (s) => seqs.has(s), seqs.size).pipe(
+    Effect.withSpan("ViewIndex.readNamed", { attributes: { sessionId: id, seqs: seqs.size } })
+  )
+}
+
+/**
+ * The events of `id` in `[from, to)`, all of them below the index's count, read as `readNamed`
+ * reads (from `from`, stopped after `to - 1`); `undefined` when that cannot answer.
+ *
+ * @since 0.2.0
+ * @category utils
+ */
+export const readSpan = (store: SessionStoreShape, id: string, from: number, to: number) =>
+  readStored(store, id, from, to - 1, (s) => s >= from && s < to, Math.max(0, to - from)).pipe(
+    Effect.map((read) => read === undefined ? undefined : [...read.values()]),
+    Effect.withSpan("ViewIndex.readSpan", { attributes: { sessionId: id, from, to } })
+  )
+
+/** The records at the seqs `wanted` names in `[first, last]` (`size` of them), each checked; see `readNamed`. */
+const readStored = (
+  store: SessionStoreShape,
+  id: string,
+  first: number,
+  last: number,
+  wanted: (seq: number) => boolean,
+  size: number
+) =>
   Effect.gen(function*() {
     const out = new Map<number, Event>()
-    if (seqs.size === 0) return out
-    let last = -1
-    for (const s of seqs) if (s > last) last = s
-    let seq = 0
-    const read = yield* store.loadEach<ReadStop | Unanswered, never>(id, {
+    if (size === 0 || last < first) return out
+    // the position of the next record: `first` when the store sought there, which the first
+    // record's own seq tells (a store wrapper that passes no options reads from 0)
+    let seq = -1
+    const read = yield* store.loadEach<ReadStop | Unanswered, never, { readonly fromSeq: number }>(id, {
       onHeader: (_header, version) => version === SESSION_FORMAT_VERSION ? Effect.void : Effect.fail(new Unanswered()),
       onEvents: (records) =>
         Effect.suspend((): Effect.Effect<void, ReadStop | Unanswered> => {
           for (const raw of records) {
+            if (seq === -1) seq = isRecord(raw) && raw.seq === first ? first : 0
             const at = seq++
-            if (seqs.has(at)) {
+            if (wanted(at)) {
               const unknownType = isRecord(raw) && typeof raw.type === "string"
                 ? checkVocabulary(raw.type, raw.ignorable, at, "K7")
                 : undefined
@@ -508,9 +544,9 @@ export const readNamed = (store: SessionStoreShape, id: string, seqs: ReadonlySe
           }
           return Effect.void
         })
-    }).pipe(
+    }, { fromSeq: first }).pipe(
       Effect.map(() => true),
       Effect.catchAll((e) => Effect.succeed(e instanceof ReadStop))
     )
-    return read && out.size === seqs.size ? out : undefined
-  }).pipe(Effect.withSpan("ViewIndex.readNamed", { attributes: { sessionId: id, seqs: seqs.size } }))
+    return read && out.size === size ? out : undefined
+  })
