@@ -11,13 +11,14 @@
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import { StoreFailure } from "../../schema/Errors.js"
 import type { Event } from "../../schema/Events.js"
-import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES } from "../../schema/Format.js"
+import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LINE_BYTES, SESSION_FORMAT_VERSION } from "../../schema/Format.js"
 import type { SessionHeader } from "../../schema/SessionHeader.js"
 import {
   type EventSink,
@@ -35,7 +36,8 @@ import { makeSegmentEncoders } from "./Compression.js"
 import * as JsonlFiles from "./Files.js"
 import { headerLine, logLines, logParts, packOptions } from "./LineEncoding.js"
 import { encodeFrames, frameTexts, MAGIC } from "./FrameEncoding.js"
-import { scanFile, scanFileEach, toLoadResult } from "./Reader.js"
+import { type ScanOutcome, scanFile, scanFileEach, scanFileEachFrom, toLoadResult } from "./Reader.js"
+import type { ScanCheckpoint, ScanResume } from "./LineScanner.js"
 import * as JsonlSessions from "./SessionCache.js"
 import { append } from "./Append.js"
 import * as Watch from "./Watch.js"
@@ -160,6 +162,7 @@ export const make = (
       compress: options.compress === true,
       segments: yield* makeSegmentEncoders
     }
+    const checkpoints = makeCheckpoints()
     const store = makeSessionStore({
       name: "JsonlStore",
       registry: p.sessions.registry,
@@ -174,7 +177,9 @@ export const make = (
       load: (id) =>
         Effect.gen(function*() {
           const found = yield* scanOptions(p, id, "load", true)
-          const scanned = found === undefined ? undefined : yield* scanFile(p.fs, found.file, found.options, "load")
+          const scanned = found === undefined
+            ? undefined
+            : yield* checkpoints.track(found.file, true, scanFile(p.fs, found.file, checkpoints.options(found.options), "load"))
           if (found === undefined || scanned === undefined) return undefined
           p.sessions.clearSuspect(id)
           hintFromRead(p, id, found.file, scanned)
@@ -183,8 +188,27 @@ export const make = (
       loadEach: <E, R>(id: string, sink: EventSink<E, R>) =>
         Effect.gen(function*() {
           const found = yield* scanOptions(p, id, "loadEach", true)
-          const scanned = found === undefined ? undefined : yield* scanFileEach(p.fs, found.file, found.options, "loadEach", sink)
+          const scanned = found === undefined
+            ? undefined
+            : yield* checkpoints.track(found.file, true, scanFileEach(p.fs, found.file, checkpoints.options(found.options), "loadEach", sink))
           if (scanned === undefined) return undefined
+          const { events: _, ...rest } = toLoadResult(scanned)
+          const summary: LoadSummary = { ...rest, count: scanned.result.nextSeq }
+          return summary
+        }),
+      // from the checkpoint at or before fromSeq of an earlier whole read of the unchanged file
+      loadEachFrom: <E, R>(id: string, sink: EventSink<E, R>, fromSeq: number) =>
+        Effect.gen(function*() {
+          const found = yield* scanOptions(p, id, "loadEach", true)
+          if (found === undefined) return undefined
+          const at = p.sessions.isSuspect(id) ? undefined : checkpoints.at(found.file, fromSeq)
+          if (at === undefined) return "whole" as const
+          const scanned = yield* checkpoints.track(
+            found.file,
+            false,
+            scanFileEachFrom(p.fs, found.file, at.at, { ...found.options, resume: at.resume }, "loadEach", sink)
+          )
+          if (scanned === "changed") return "whole" as const
           const { events: _, ...rest } = toLoadResult(scanned)
           const summary: LoadSummary = { ...rest, count: scanned.result.nextSeq }
           return summary
@@ -201,6 +225,80 @@ export const make = (
     // the store-wide wake-ups (list --watch): a watch of the directory holding the session files
     return { ...store, changes: () => Watch.storeWakeups(options.root) }
   })
+
+/** How many seqs apart a whole read records the checkpoints a read from a seq starts at. */
+const CHECKPOINT_EVERY = 4_096
+
+/**
+ * The checkpoints of one store instance (`loadEach` from a seq): per plain session file, those a
+ * whole read that succeeded recorded (`ScanCheckpoint`: byte offset, seq, lines before it; one
+ * every `CHECKPOINT_EVERY` seqs), with the file's identity and the size that read found. Any
+ * other outcome of a read of the file (a failure, a version-0 or compressed file, a read from a
+ * checkpoint that found it changed) drops them; a read from a checkpoint keeps them.
+ */
+const LOAD_ERROR_TAGS = new Set([
+  "SessionNotFound",
+  "StoreCorrupt",
+  "FormatUnsupported",
+  "SessionHeaderInvalid",
+  "UnknownEventType",
+  "StoreFailure"
+])
+const isLoadError = (e: unknown) =>
+  typeof e === "object" && e !== null && LOAD_ERROR_TAGS.has((e as { readonly _tag?: unknown })._tag as string)
+
+const makeCheckpoints = () => {
+  interface Kept {
+    readonly ino: string
+    readonly size: number
+    readonly header: SessionHeader
+    readonly storedVersion: number
+    readonly points: ReadonlyArray<ScanCheckpoint>
+  }
+  const kept = new Map<string, Kept>()
+  return {
+    options: <O extends object>(options: O): O & { readonly checkpointEvery: number } => ({
+      ...options,
+      checkpointEvery: CHECKPOINT_EVERY
+    }),
+    /**
+     * The outcome of a read of `file` (`whole`: from the start): a whole read's checkpoints kept;
+     * a store's verdict against the file (a read error, a changed file, another version or
+     * layout) drops them. A read ended by its sink or interrupted changes nothing.
+     */
+    track: <A extends ScanOutcome | "changed" | undefined, E, R>(file: string, whole: boolean, read: Effect.Effect<A, E, R>) =>
+      Effect.onExit(read, (exit) =>
+        Effect.sync(() => {
+          if (exit._tag === "Failure") {
+            const failure = Cause.failureOption(exit.cause)
+            if (Option.isSome(failure) && isLoadError(failure.value)) kept.delete(file)
+            return
+          }
+          if (exit.value === undefined || exit.value === "changed") return void kept.delete(file)
+          const { ino, result, size } = exit.value as ScanOutcome
+          if (result.storedVersion !== SESSION_FORMAT_VERSION || result.compressed === true) return void kept.delete(file)
+          if (!whole) return
+          if (result.checkpoints === undefined) return void kept.delete(file)
+          kept.set(file, { ino, size, header: result.header, storedVersion: result.storedVersion, points: result.checkpoints })
+        })),
+    /** The checkpoint at or before `fromSeq` of `file`, as a scan resumes from it. */
+    at: (file: string, fromSeq: number) => {
+      const k = kept.get(file)
+      if (k === undefined) return undefined
+      let lo = 0
+      let hi = k.points.length
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1
+        if (k.points[mid].nextSeq <= fromSeq) lo = mid + 1
+        else hi = mid
+      }
+      if (lo === 0) return undefined
+      const point = k.points[lo - 1]
+      const resume: ScanResume = { header: k.header, storedVersion: k.storedVersion, ...point }
+      return { resume, at: { ino: k.ino, size: k.size, skip: fromSeq - point.nextSeq } }
+    }
+  }
+}
 
 /**
  * A JSONL SessionStore layer over `options.root`: one `<encoded id>.jsonl` file per session in the

@@ -84,6 +84,19 @@ export interface ScanOptions {
    * fed start at `offset`.
    */
   readonly resume?: ScanResume
+  /**
+   * Record a checkpoint (`Scanned.checkpoints`) before the first committed record at or after
+   * every `checkpointEvery` seqs (a streamed read from a seq later starts at one, `JsonlStore`).
+   */
+  readonly checkpointEvery?: number
+}
+
+/** Where a scan can go on from: before a committed record's line (`ScanResume` without the header). */
+export interface ScanCheckpoint {
+  readonly offset: number
+  readonly nextSeq: number
+  /** Lines before `offset`, the header's included. */
+  readonly lines: number
 }
 
 /** Where an earlier scan of a plain file ended cleanly (after a complete committed record). */
@@ -112,6 +125,8 @@ export interface Scanned {
   readonly lastRecord?: { readonly start: number; readonly seq: number }
   /** Lines classified, the header's and a torn tail's included (from a resumed scan's start). */
   readonly lines?: number
+  /** With `checkpointEvery`: the checkpoints before committed records, in seq order. */
+  readonly checkpoints?: ReadonlyArray<ScanCheckpoint>
   /** The file is in the compressed layout (`FrameScanner`). */
   readonly compressed?: true
   /** Compressed: the last sound frame, its offset and header (the read's hint, as `lastRecord`). */
@@ -163,6 +178,8 @@ export class Scanner implements FileScan {
   private laterTurnEnd = false
   /** Committed `turn/end` records so far (a compressed frame's flag is checked against them). */
   turnEnds = 0
+  private readonly checkpoints: Array<ScanCheckpoint> = []
+  private nextCheckpoint = 0
   error: LoadError | undefined
   /** Nothing more to learn: stop feeding. */
   done = false
@@ -274,6 +291,7 @@ export class Scanner implements FileScan {
       nextSeq: this.nextSeq,
       tornTail,
       lines: this.lineNo,
+      ...(this.checkpoints.length === 0 ? {} : { checkpoints: this.checkpoints }),
       ...(tornTailExtent === undefined ? {} : { tornTailExtent }),
       ...(this.lastRecordStart < 0 ? {} : { lastRecord: { start: this.lastRecordStart, seq: this.lastRecordSeq } })
     }
@@ -337,6 +355,12 @@ export class Scanner implements FileScan {
     })
   }
 
+  /** A checkpoint before the committed record at `start` (line `lineNo`). */
+  private checkpoint(start: number, lineNo: number): void {
+    this.checkpoints.push({ offset: start, nextSeq: this.nextSeq, lines: lineNo - 1 })
+    this.nextCheckpoint = this.nextSeq + (this.opts.checkpointEvery ?? 1)
+  }
+
   private fail(error: LoadError): void {
     this.error = error
     this.done = true
@@ -384,6 +408,7 @@ export class Scanner implements FileScan {
     // decodeStorageRecord of an event: one member, at the next seq
     if (value.seq !== this.nextSeq) return this.markDefect("seq-gap", start, lineNo)
     if (value.type === "turn/end") this.turnEnds++
+    if (this.nextSeq >= this.nextCheckpoint && this.opts.checkpointEvery !== undefined) this.checkpoint(start, lineNo)
     this.lastRecordStart = start
     this.lastRecordSeq = this.nextSeq
     if (this.opts.keepEvents) this.events.push(keep(value))
@@ -415,6 +440,7 @@ export class Scanner implements FileScan {
     }
     const packed = isPackedRowTag(value.type)
     if (!packed && value.type === "turn/end") this.turnEnds++
+    if (this.nextSeq >= this.nextCheckpoint && this.opts.checkpointEvery !== undefined) this.checkpoint(start, lineNo)
     this.lastRecordStart = start
     this.lastRecordSeq = this.nextSeq
     if (this.opts.keepEvents) {

@@ -161,6 +161,57 @@ export const scanFileEach = <E, R>(
   }).pipe(Effect.scoped)
 
 /**
+ * `scanFileEach` from a checkpoint of an earlier clean whole read of the plain file at `path`
+ * (`SessionStore.loadEach` from a seq): only the bytes from `opts.resume.offset` are read and
+ * classified, with the header and next seq of the earlier scan; the events are handed to `sink`
+ * from the `skip`-th on. `"changed"` (nothing handed over) when the file is not the one scanned
+ * (`ino`: renamed in), is gone, or is shorter than `size` (the size that read found): the caller
+ * reads from the start instead.
+ */
+export const scanFileEachFrom = <E, R>(
+  fs: FileSystem.FileSystem,
+  path: string,
+  at: { readonly ino: string; readonly size: number; readonly skip: number },
+  opts: ScanOptions & { readonly resume: ScanResume },
+  method: string,
+  sink: EventSink<E, R>
+): Effect.Effect<ScanOutcome | "changed", LoadError | E, R> =>
+  Effect.gen(function*() {
+    const io = <A, R2>(effect: Effect.Effect<A, PlatformError, R2>) =>
+      Effect.mapError(effect, (cause) => new StoreFailure({ method, cause }))
+    yield* regularFileOnly(fs, path, method)
+    const opened = yield* io(orMissing(fs.open(path, { flag: "r" })))
+    if (Option.isNone(opened)) return "changed" as const
+    const file = opened.value
+    const info = yield* io(file.stat)
+    const size0 = Number(info.size)
+    if (inoOf(info) !== at.ino || size0 < at.size || size0 < opts.resume.offset) return "changed" as const
+    const scanner = new Scanner({ ...opts, keepEvents: true })
+    const buffer = new Uint8Array(Math.min(READ_CHUNK, Math.max(size0 - opts.resume.offset, 1)))
+    yield* io(file.seek(opts.resume.offset, "start"))
+    if (sink.onHeader !== undefined) yield* sink.onHeader(opts.resume.header, opts.resume.storedVersion)
+    let skip = at.skip
+    const hand = (events: Array<unknown>) => {
+      const n = Math.min(skip, events.length)
+      skip -= n
+      return n === events.length ? Effect.void : sink.onEvents(n === 0 ? events : events.slice(n))
+    }
+    let offset = opts.resume.offset
+    while (offset < size0 && !scanner.done) {
+      const n = Number(yield* io(file.read(buffer)))
+      if (n === 0) break
+      const take = Math.min(n, size0 - offset)
+      scanner.push(buffer.subarray(0, take), offset)
+      offset += take
+      yield* hand(scanner.drain())
+    }
+    const outcome = scanner.finish()
+    if (!("header" in outcome)) return yield* outcome
+    yield* hand(scanner.drain())
+    return { result: outcome, ino: inoOf(info), size: offset, revision: `${inoOf(info)}:${offset}` }
+  }).pipe(Effect.scoped)
+
+/**
  * Continue a clean scan of the plain file at `path` from `opts.resume.offset` (a follower's next
  * read, `FollowCursor`): only the bytes `[offset, S0)` are read and classified, with the header
  * and next seq of the earlier scan. With `frames`, the file is compressed and the scan goes on
