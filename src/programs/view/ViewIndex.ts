@@ -476,25 +476,40 @@ class Unanswered {
 
 /**
  * The events of `id` at `seqs`, all of them below the index's count (so validated once by the
- * read that built it): a streamed read of the stored records from the smallest seq
- * (`SessionStore.loadEach` from a seq: a seek where the store can) up to the largest, that checks
- * and keeps only those (each as a cold read checks a record: K7 and the seed record checks) and
- * folds nothing. `undefined` when it cannot answer so (a version-0 log, a record that fails its
+ * read that built it): for each run of seqs no more than 4,096 apart, a streamed read of the
+ * stored records from its first seq (`SessionStore.loadEach` from a seq: a seek where the store
+ * can) up to its last, that checks and keeps only those (each as a cold read checks a record:
+ * K7 and the seed record checks) and folds nothing. `undefined` when it cannot answer so (a version-0 log, a record that fails its
  * checks, a read error): the caller then reads as `readRange` does.
  *
  * @since 0.2.0
  * @category utils
  */
-export const readNamed = (store: SessionStoreShape, id: string, seqs: ReadonlySet<number>) => {
-  let first = Infinity
-  let last = -1
-  for (const s of seqs) {
-    if (s < first) first = s
-    if (s > last) last = s
+export const readNamed = (store: SessionStoreShape, id: string, seqs: ReadonlySet<number>) =>
+  Effect.gen(function*() {
+    const out = new Map<number, Event>()
+    for (const run of runsOf(seqs)) {
+      const named = new Set(run)
+      const read = yield* readStored(store, id, run[0], run[run.length - 1], (s) => named.has(s), run.length)
+      if (read === undefined) return undefined
+      for (const [s, e] of read) out.set(s, e)
+    }
+    return out
+  }).pipe(Effect.withSpan("ViewIndex.readNamed", { attributes: { sessionId: id, seqs: seqs.size } }))
+
+/** Seqs further apart than this are read by separate reads from a seq (the JSONL store's checkpoint spacing). */
+const NAMED_GAP = 4_096
+
+/** The ascending `seqs` cut where two neighbours are more than `NAMED_GAP` apart. */
+const runsOf = (seqs: ReadonlySet<number>): Array<Array<number>> => {
+  const sorted = [...seqs].sort((a, b) => a - b)
+  const runs: Array<Array<number>> = []
+  for (const s of sorted) {
+    const run = runs[runs.length - 1]
+    if (run !== undefined && s - run[run.length - 1] <= NAMED_GAP) run.push(s)
+    else runs.push([s])
   }
-  return readStored(store, id, first, last, (s) => seqs.has(s), seqs.size).pipe(
-    Effect.withSpan("ViewIndex.readNamed", { attributes: { sessionId: id, seqs: seqs.size } })
-  )
+  return runs
 }
 
 /**
