@@ -229,12 +229,16 @@ export const make = (
 /** How many seqs apart a whole read records the checkpoints a read from a seq starts at. */
 const CHECKPOINT_EVERY = 4_096
 
+/** How many session files keep checkpoints (those read whole last). */
+const CHECKPOINT_FILES = 256
+
 /**
  * The checkpoints of one store instance (`loadEach` from a seq): per plain session file, those a
  * whole read that succeeded recorded (`ScanCheckpoint`: byte offset, seq, lines before it; one
- * every `CHECKPOINT_EVERY` seqs), with the file's identity and the size that read found. Any
- * other outcome of a read of the file (a failure, a version-0 or compressed file, a read from a
- * checkpoint that found it changed) drops them; a read from a checkpoint keeps them.
+ * every `CHECKPOINT_EVERY` seqs; for the last `CHECKPOINT_FILES` files read whole), with the
+ * file's identity and the size that read found. Any other outcome of a read of the file (a
+ * failure, a version-0 or compressed file, a read from a checkpoint that found it changed) drops
+ * them; a read from a checkpoint keeps them.
  */
 const LOAD_ERROR_TAGS = new Set([
   "SessionNotFound",
@@ -279,7 +283,10 @@ const makeCheckpoints = () => {
           if (result.storedVersion !== SESSION_FORMAT_VERSION || result.compressed === true) return void kept.delete(file)
           if (!whole) return
           if (result.checkpoints === undefined) return void kept.delete(file)
+          kept.delete(file)
           kept.set(file, { ino, size, header: result.header, storedVersion: result.storedVersion, points: result.checkpoints })
+          // the files read last keep theirs
+          if (kept.size > CHECKPOINT_FILES) kept.delete(kept.keys().next().value!)
         })),
     /** The checkpoint at or before `fromSeq` of `file`, as a scan resumes from it. */
     at: (file: string, fromSeq: number) => {
