@@ -253,6 +253,8 @@ export const makeStreamingDeflateEncoder = (): SegmentEncoder | undefined => {
     const out = new Uint8Array(headroom + written + FINAL_BLOCK.length)
     out.set(output.subarray(0, written), headroom)
     out.set(FINAL_BLOCK, headroom + written)
+    // a live encoder does not keep the room a rare large frame needed
+    if (output.length > OUTPUT_BYTES) output = new Uint8Array(OUTPUT_BYTES)
     return out
   }
   return syncEncoder("deflate", encodeSync, () => broken, () => {
