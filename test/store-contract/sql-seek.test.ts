@@ -121,6 +121,8 @@ describe("SQL readFrom seeks", () => {
       // the first read of this instance is whole
       assert.deepStrictEqual((yield* from(0)).lines, lines(events))
       yield* withRaw(file, (db) => db.prepare("UPDATE event_rows SET data = '{' WHERE session_id = 's' AND seq = 2").run())
+      // a read from the start that its sink ends learns nothing: the next read from a seq still seeks
+      assert.strictEqual(yield* Effect.flip(store.loadEach("s", { onEvents: () => Effect.fail("stop" as const) })), "stop")
       for (const k of [7, 16]) {
         const read = yield* from(k)
         assert.deepStrictEqual(read.lines, lines(events.slice(k)), `from ${k}: sought past the damage`)

@@ -5,6 +5,7 @@
  */
 import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
@@ -100,10 +101,19 @@ const readSession = <E = never, R = never>(store: Store, id: string, method: str
 /**
  * The whole read of a session in the caller's read transaction (`undefined`: not stored). Its
  * verdict updates `Store.readClean`: every row good (version 1, no torn tail) puts the session in,
- * anything else (a torn tail, a failure, no session) takes it out.
+ * anything else (a torn tail, a failure, no session) takes it out; a read its sink ended or that
+ * was interrupted leaves it as it was.
  */
-const readWhole = <E = never, R = never>(store: Store, conn: Connection, id: string, sink?: EventSink<E, R>) =>
-  Effect.gen(function*() {
+const readWhole = <E = never, R = never>(store: Store, conn: Connection, id: string, given?: EventSink<E, R>) => {
+  // a read its sink ended (or that was interrupted) learned nothing of the rows after it
+  let ended = false
+  const endedBy = <A>(effect: Effect.Effect<A, E, R>) =>
+    Effect.onExit(effect, (exit) => Effect.sync(() => void (ended = ended || exit._tag === "Failure")))
+  const sink: EventSink<E, R> | undefined = given === undefined ? undefined : {
+    ...(given.onHeader === undefined ? {} : { onHeader: (header, version) => endedBy(given.onHeader!(header, version)) }),
+    onEvents: (events) => endedBy(given.onEvents(events))
+  }
+  return Effect.gen(function*() {
     const found = yield* store.findSession(id)
     // not stored: `SessionStore.make` answers for a registered session, or L11
     if (Option.isNone(found)) return undefined
@@ -125,12 +135,14 @@ const readWhole = <E = never, R = never>(store: Store, conn: Connection, id: str
     return result
   }).pipe(Effect.onExit((exit) =>
     Effect.sync(() => {
+      if (exit._tag === "Failure" && (ended || Cause.isInterruptedOnly(exit.cause))) return
       const clean = exit._tag === "Success" && exit.value !== undefined && exit.value.tornTail === undefined &&
         exit.value.storedVersion === SESSION_FORMAT_VERSION
       if (clean) store.readClean.add(id)
       else store.readClean.delete(id)
     })
   ))
+}
 
 /**
  * What `readFrom` read: the events from the row holding `fromSeq` on (a seek; not yet checked for
