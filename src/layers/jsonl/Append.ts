@@ -27,7 +27,7 @@ import {
 import { type HeldLock, releaseLock, tryLockFile, withPublishLock } from "./SessionLock.js"
 import { lastFrameEnd, lastRecordEnd } from "./Reader.js"
 import * as JsonlSessions from "./SessionCache.js"
-import { mapFs, notFound, type Pieces, rescan, underLock } from "./StoreContext.js"
+import { mapFs, mapFsAmong, notFound, type Pieces, rescan, underLock } from "./StoreContext.js"
 
 
 /** A registered session is materialised by its first append; otherwise the batch goes onto its file. */
@@ -88,26 +88,23 @@ const materialise = (p: Pieces, id: string, header: SessionHeader, count: number
     }
     // the temporary file goes whatever happens once it exists — published (a link now holds the
     // session), refused, failed or interrupted (a SIGINT between its write and its link, §7.4.3)
-    yield* Effect.uninterruptibleMask((restore) =>
+    yield* p.files.withTemp(name, parts, (temp) =>
       Effect.gen(function*() {
-        const temp = yield* restore(p.files.writeTemp(name, parts).pipe(mapFs("append")))
-        yield* restore(Effect.gen(function*() {
-          const linked = yield* withPublishLock(
-            p.sync,
-            p.files.publishLockOf(name),
-            { method: "append", lockTimeoutMs: p.lockTimeoutMs },
-            p.files.publish(temp.path, file, rival).pipe(mapFs("append"))
-          )
-          if (!linked) return yield* new SessionExists({ rule: "J14", sessionId: id })
-          p.sessions.registry.materialised(id)
-          yield* p.files.fsyncRoot.pipe(mapFs("append"))
-          // what was published, not a later stat (another writer may append once the name exists)
-          const state = { file, ino: temp.ino, size: temp.size, nextSeq: count }
-          p.sessions.remember(id, p.compress ? { ...state, compressed: true } : state)
-          if (segment !== undefined) p.segments.keep(id, { ...segment, ino: temp.ino, size: temp.size })
-        })).pipe(Effect.ensuring(p.files.removeQuietly(temp.path)))
-      })
-    ).pipe(
+        const linked = yield* withPublishLock(
+          p.sync,
+          p.files.publishLockOf(name),
+          { method: "append", lockTimeoutMs: p.lockTimeoutMs },
+          p.files.publish(temp.path, file, rival).pipe(mapFs("append"))
+        )
+        if (!linked) return yield* new SessionExists({ rule: "J14", sessionId: id })
+        p.sessions.registry.materialised(id)
+        yield* p.files.fsyncRoot.pipe(mapFs("append"))
+        // what was published, not a later stat (another writer may append once the name exists)
+        const state = { file, ino: temp.ino, size: temp.size, nextSeq: count }
+        p.sessions.remember(id, p.compress ? { ...state, compressed: true } : state)
+        if (segment !== undefined) p.segments.keep(id, { ...segment, ino: temp.ino, size: temp.size })
+      })).pipe(
+      mapFsAmong("append"),
       // the encoder lives on only with the file it wrote
       Effect.onExit((exit) => exit._tag === "Success" ? Effect.void : Effect.sync(() => segment?.encoder.close()))
     )

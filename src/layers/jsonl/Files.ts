@@ -57,12 +57,19 @@ export interface JsonlFiles {
   readonly stat: (path: string) => Effect.Effect<Option.Option<FileSystem.File.Info>, PlatformError>
   /** Create the root and its missing parents (0700), fsyncing each new directory's parent. */
   readonly ensureRoot: Effect.Effect<void, PlatformError>
-  /** Write `parts` to a fresh temporary file in the root (or beside the file `beside`), named after `name`, and fsync it. */
-  readonly writeTemp: (
+  /**
+   * Write `parts` to a fresh temporary file in the root (or beside the file `beside`), named after
+   * `name`, fsync it and run `use` with it; the file is removed afterwards whatever happened (a
+   * publication or replacement links or renames it first). Its creation is uninterruptible and its
+   * removal guaranteed from the moment it exists: an interruption at any point leaves nothing
+   * behind (§7.4.3), and the writing itself stays interruptible.
+   */
+  readonly withTemp: <A, E, R>(
     name: string,
     parts: ReadonlyArray<string | Uint8Array>,
+    use: (temp: TempFile) => Effect.Effect<A, E, R>,
     beside?: string
-  ) => Effect.Effect<TempFile, PlatformError>
+  ) => Effect.Effect<A, E | PlatformError, R>
   /** The file a path names: a symbolic link resolved (a rewrite replaces the file, never the link), else the path. */
   readonly realFile: (file: string) => Effect.Effect<string, PlatformError>
   /**
@@ -198,24 +205,37 @@ export const make = (root: string, named?: NamedFile): Effect.Effect<JsonlFiles,
       rootReady = true
     })
 
-    const writeTemp = (name: string, parts: ReadonlyArray<string | Uint8Array>, beside?: string) =>
+    /** A fresh, empty temporary file (never an existing one: `wx`), closed again; its path. */
+    const createTemp = (name: string, beside?: string) =>
       Effect.gen(function*() {
         const inDir = beside === undefined ? dir : path.dirname(beside)
         for (let attempt = 0;; attempt++) {
           const temp = path.join(inDir, `.${name}.${yield* randomHex}.tmp`)
-          const created = yield* Effect.scoped(Effect.gen(function*() {
-            const handle = yield* fs.open(temp, { flag: "wx", mode: 0o600 })
-            return yield* Effect.onError(
-              Effect.zipRight(Effect.zipRight(writeParts(handle, parts), handle.sync), handle.stat),
-              () => removeQuietly(temp)
-            )
-          })).pipe(
-            Effect.map(Option.some),
-            Effect.catchIf((e) => isAlreadyExists(e) && attempt < 8, () => Effect.succeed(Option.none()))
+          const created = yield* Effect.scoped(fs.open(temp, { flag: "wx", mode: 0o600 })).pipe(
+            Effect.as(true),
+            Effect.catchIf((e) => isAlreadyExists(e) && attempt < 8, () => Effect.succeed(false))
           )
-          if (Option.isSome(created)) return { path: temp, ino: inoOf(created.value), size: Number(created.value.size) }
+          if (created) return temp
         }
       })
+
+    const withTemp = <A, E, R>(
+      name: string,
+      parts: ReadonlyArray<string | Uint8Array>,
+      use: (temp: TempFile) => Effect.Effect<A, E, R>,
+      beside?: string
+    ) =>
+      Effect.acquireUseRelease(
+        createTemp(name, beside),
+        (temp) =>
+          Effect.scoped(Effect.gen(function*() {
+            const handle = yield* fs.open(temp, { flag: "r+" })
+            yield* writeParts(handle, parts)
+            yield* handle.sync
+            return yield* handle.stat
+          })).pipe(Effect.flatMap((info) => use({ path: temp, ino: inoOf(info), size: Number(info.size) }))),
+        (temp) => removeQuietly(temp)
+      )
 
     const publish = (temp: string, file: string, rival?: string) =>
       Effect.gen(function*() {
@@ -296,7 +316,7 @@ export const make = (root: string, named?: NamedFile): Effect.Effect<JsonlFiles,
       sessionFiles,
       stat,
       ensureRoot,
-      writeTemp,
+      withTemp,
       publishLockOf: (name) => path.join(dir, `.${name}.lock`),
       realFile,
       publish,

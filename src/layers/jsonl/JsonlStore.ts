@@ -385,15 +385,8 @@ const replaceLog = (p: Pieces, id: string, header: SessionHeader, events: Readon
         // a session file that is a symbolic link is rewritten where it points (the link stays)
         const target = yield* p.files.realFile(file).pipe(mapFs("replaceLog"))
         // the temporary file goes whatever happens once it exists, interruption included
-        yield* Effect.uninterruptibleMask((restore) =>
-          Effect.flatMap(
-            restore(p.files.writeTemp(name, parts, target).pipe(mapFs("replaceLog"))),
-            (temp) =>
-              restore(p.files.replace(temp.path, target, current.result.storedVersion).pipe(mapFs("replaceLog"))).pipe(
-                Effect.ensuring(p.files.removeQuietly(temp.path))
-              )
-          )
-        )
+        yield* p.files.withTemp(name, parts, (temp) => p.files.replace(temp.path, target, current.result.storedVersion), target)
+          .pipe(mapFs("replaceLog"))
         const info = yield* p.files.stat(file).pipe(Effect.orElseSucceed(() => Option.none<FileSystem.File.Info>()))
         if (Option.isSome(info)) {
           const state = { file, ino: JsonlFiles.inoOf(info.value), size: Number(info.value.size), nextSeq: events.length }

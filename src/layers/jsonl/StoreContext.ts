@@ -6,7 +6,7 @@
  * (§7.4.5).
  */
 
-import type { PlatformError } from "@effect/platform/Error"
+import { isPlatformError, type PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
 import { AppendConflict, SessionHeaderInvalid, SessionNotFound, StoreCorrupt, StoreFailure } from "../../schema/Errors.js"
@@ -38,6 +38,14 @@ export interface Pieces {
 
 export const mapFs = (method: string) => <A, R>(effect: Effect.Effect<A, PlatformError, R>) =>
   Effect.mapError(effect, (cause) => new StoreFailure({ method, cause }))
+
+/** `mapFs` for an effect that fails with the store's own errors too: only its file-system errors become StoreFailure. */
+export const mapFsAmong = (method: string) => <A, E, R>(effect: Effect.Effect<A, E | PlatformError, R>) =>
+  Effect.catchIf(
+    effect,
+    (e): e is PlatformError => isPlatformError(e),
+    (cause) => Effect.fail(new StoreFailure({ method, cause }))
+  ) as Effect.Effect<A, Exclude<E, PlatformError> | StoreFailure, R>
 
 export const notFound = (id: string) => new SessionNotFound({ rule: "L11", sessionId: id })
 
