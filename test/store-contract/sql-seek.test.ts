@@ -136,4 +136,23 @@ describe("SQL readFrom seeks", () => {
       assert.deepStrictEqual(whole.summary.tornTail, { fromSeq: 2, reason: "unparsable", position: 2 })
       assert.strictEqual(whole.summary.count, 2)
     }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("a read-only open (the viewer's, the reading commands') passes fromSeq through: its reads from a seq seek too", () =>
+    Effect.gen(function*() {
+      const file = yield* tempFile
+      const writer = yield* makeSqliteStore({ filename: file })
+      yield* writer.create(header)
+      yield* writer.append("s", events, { expectedSeq: 0 })
+      const store = yield* makeSqliteStore({ filename: file, readOnly: true })
+      const from = (k: number) =>
+        Effect.gen(function*() {
+          const got: Array<unknown> = []
+          yield* store.loadEach("s", { onEvents: (e) => Effect.sync(() => void got.push(...e)) }, { fromSeq: k })
+          return lines(got)
+        })
+      assert.deepStrictEqual(yield* from(0), lines(events))
+      yield* withRaw(file, (db) => db.prepare("UPDATE event_rows SET data = '{' WHERE session_id = 's' AND seq = 2").run())
+      // sought past the damaged row: the events from 16, not a whole read that stops at seq 2
+      assert.deepStrictEqual(yield* from(16), lines(events.slice(16)))
+    }).pipe(Effect.provide(NodeContext.layer)))
 })

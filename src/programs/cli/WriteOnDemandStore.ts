@@ -63,7 +63,7 @@ export const makeWriteOnDemandStore = <E extends { readonly _tag: string }>(
           ? Effect.suspend(() => current().append(id, events, options))
           : Effect.flatMap(opened("append", id), (w) => w.append(id, events, options)),
       load: (id) => Effect.suspend(() => current().load(id)),
-      loadEach: (id, sink) => Effect.suspend(() => current().loadEach(id, sink)),
+      loadEach: (id, sink, options) => Effect.suspend(() => current().loadEach(id, sink, options)),
       readFrom: (id, fromSeq) => Effect.suspend(() => current().readFrom(id, fromSeq)),
       follow: (id, options) => Stream.suspend(() => current().follow(id, options)),
       list: () => Effect.suspend(() => current().list()),

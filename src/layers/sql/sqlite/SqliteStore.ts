@@ -126,7 +126,7 @@ const readOnlyStore = (store: SessionStoreShape, target: OpenTarget, filename: s
     create: (header) => checked("create", store.create(header)),
     append: (id, events, options) => events.length === 0 ? store.append(id, events, options) : Effect.fail(readOnlyRefusal(filename, "append")),
     load: (id) => checked("load", store.load(id)),
-    loadEach: (id, sink) => checked("loadEach", store.loadEach(id, sink)),
+    loadEach: (id, sink, options) => checked("loadEach", store.loadEach(id, sink, options)),
     readFrom: (id, fromSeq) => checked("readFrom", store.readFrom(id, fromSeq)),
     list: () => checked("list", store.list()),
     listEntries: () => checked("listEntries", store.listEntries()),
@@ -218,7 +218,7 @@ const reopening = (
       append: (id, events, options) => current.view.append(id, events, options),
       load: (id) => again(Effect.flatMap(now("load"), (s) => s.load(id))),
       // not again: the sink may have been handed events already
-      loadEach: (id, sink) => Effect.flatMap(now("loadEach"), (s) => s.loadEach(id, sink)),
+      loadEach: (id, sink, options) => Effect.flatMap(now("loadEach"), (s) => s.loadEach(id, sink, options)),
       readFrom: (id, fromSeq) => again(Effect.flatMap(now("readFrom"), (s) => s.readFrom(id, fromSeq))),
       follow: (id, followOptions) => follow(id, followOptions),
       list: () => again(Effect.flatMap(now("list"), (s) => s.list())),
