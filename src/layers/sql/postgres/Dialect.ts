@@ -79,7 +79,7 @@ const alive = (conn: Connection): boolean => {
  * keeps it prepared on that connection; and the client knows whether it is still connected
  * (`alive`). Nothing else changes.
  */
-export const preparingClient = (Base: typeof Pg.Client): typeof Pg.Client =>
+const makePreparingClient = (Base: typeof Pg.Client): typeof Pg.Client =>
   class PreparingClient extends Base {
     [CONNECTED] = true
 
@@ -109,6 +109,13 @@ export const preparingClient = (Base: typeof Pg.Client): typeof Pg.Client =>
       return query(config, values, callback)
     }
   } as unknown as typeof Pg.Client
+
+/**
+ * `makePreparingClient` typed without node-postgres's types, which `pg` does not ship: a
+ * consumer's declarations never need `@types/pg` (the consumer check type-checks them with
+ * `skipLibCheck: false`).
+ */
+export const preparingClient: <Client>(Base: Client) => Client = makePreparingClient as never
 
 /** TEXT holds no NUL character (SQLSTATE 22021) and stores a lone surrogate as U+FFFD. */
 const UNSTORABLE_TEXT = new RegExp(`${LONE_SURROGATE.source}|\\u0000`)
